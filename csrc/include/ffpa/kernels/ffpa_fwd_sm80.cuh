@@ -1,0 +1,378 @@
+// FFPA forward kernel family (mma.sync, sm_80+): attention for large head dims with shared
+// memory O(1) in D. Q, K and V stream through one cp.async ring in kChunkD-wide slices of the
+// head dim, so Q@K^T is a GEMM whose k dimension never has to fit in shared memory.
+// Levels are a template parameter (L1 here: the O accumulator lives in registers).
+#pragma once
+#include <cstdint>
+#include <math_constants.h>
+
+#include "ffpa/ffpa_traits.h"
+#include "ffpa/numeric.cuh"
+#include "ffpa/params.h"
+#include "ffpa/ptx/cp_async.cuh"
+#include "ffpa/ptx/ldmatrix.cuh"
+#include "ffpa/ptx/math.cuh"
+#include "ffpa/smem_tile.cuh"
+
+namespace ffpa::attn {
+
+// The pipeline walks one flat sequence of slice loads per query block; item t is
+//   t = j * (kChunksQK + kChunksV) + c       KV tile j,
+//   c <  kChunksQK : Q[:, c-th slice] and K_j[:, c-th slice]   (a "QK item")
+//   c >= kChunksQK : V_j[:, (c - kChunksQK)-th slice]          (a "V item")
+// so prefetch runs across the Q@K^T -> P@V -> next tile boundaries without draining.
+//
+// Block of kWarpsM x kWarpsN warps (here drawn for 4 x 2, BlockM = 64, BlockN = 64):
+//
+//            S = Q K^T columns (BlockN)          O columns of each kChunkD slice
+//           +-----------+-----------+            +-----------+-----------+
+//   rows  0 | warp(0,0) | warp(0,1) |            | warp(0,0) | warp(0,1) |
+//   rows 16 | warp(1,0) | warp(1,1) |            | warp(1,0) | warp(1,1) |
+//   rows 32 | warp(2,0) | warp(2,1) |            |    ...    |    ...    |
+//   rows 48 | warp(3,0) | warp(3,1) |            |           |           |
+//           +-----------+-----------+            +-----------+-----------+
+// The row max is combined across the kWarpsN warps of a row through shared memory; P goes
+// through shared memory (b16) because each P@V warp needs all BlockN columns of its rows.
+template <typename Traits>
+struct FfpaFwd {
+  using Element = typename Traits::Element;
+  using Num = Numeric<Element>;
+  static constexpr int kThreads = Traits::kThreads;
+  static constexpr int kBlockM = Traits::kBlockM;
+  static constexpr int kBlockN = Traits::kBlockN;
+  static constexpr int kChunkD = Traits::kChunkD;
+  static constexpr int kWarpsN = Traits::kWarpsN;
+  static constexpr int kChunksQK = Traits::kChunksQK;
+  static constexpr int kChunksV = Traits::kChunksV;
+  static constexpr int kItemsPerTile = kChunksQK + kChunksV;
+  static constexpr int kNTilesS = Traits::kNTilesS;
+  static constexpr int kNTilesO = Traits::kNTilesO;
+
+  using QTile = SwizzledTile<kBlockM, kChunkD>;
+  using KTile = SwizzledTile<kBlockN, kChunkD>;
+  using VTile = SwizzledTile<kBlockN, kChunkD>;
+  using PTile = SwizzledTile<kBlockM, kBlockN>;
+
+  // Per-block view of the problem: base pointers already offset to (batch, head, block).
+  struct Block {
+    const Element* q;  // row m0 of this block's query head
+    const Element* k;  // row 0 of the kv head
+    const Element* v;
+    int64_t q_row_stride, k_row_stride, v_row_stride;
+    int m0;            // first query row of the block
+    int rows_q;        // valid query rows in this block (<= kBlockM)
+    int len_kv;
+    int num_kv_tiles;
+    int num_items;
+    int num_stages;
+    uint32_t smem_base;  // shared address of stage 0
+  };
+
+  // ---- loads -------------------------------------------------------------------------------
+  // Copy rows [0, kRows) x slice `c` of a row-major global matrix into a swizzled tile; rows at
+  // or past `valid_rows` are zero-filled (finite values keep masked lanes of P@V at exactly 0).
+  template <typename TileT, int kRows>
+  static __device__ __forceinline__ void load_slice(uint32_t dst, const Element* src,
+                                                    int64_t row_stride, int valid_rows, int c,
+                                                    int tid) {
+    constexpr int kUnits = kChunkD / 8;
+    constexpr int kTotal = kRows * kUnits;
+    constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int i = tid + it * kThreads;
+      if (kTotal % kThreads == 0 || i < kTotal) {
+        const int r = i / kUnits;
+        const int u = i % kUnits;
+        const bool valid = r < valid_rows;
+        const Element* g = src + (valid ? r : 0) * row_stride + c * kChunkD + u * 8;
+        ptx::cp_async_cg_16(dst + TileT::unit_offset(r, u), g, valid);
+      }
+    }
+  }
+
+  static __device__ __forceinline__ uint32_t stage_addr(const Block& b, int t) {
+    return b.smem_base + static_cast<uint32_t>((t % b.num_stages) * Traits::kStageBytes);
+  }
+
+  static __device__ __forceinline__ void load_item(const Block& b, int t, int tid) {
+    const int j = t / kItemsPerTile;
+    const int c = t % kItemsPerTile;
+    const uint32_t dst = stage_addr(b, t);
+    const int n0 = j * kBlockN;
+    if (c < kChunksQK) {
+      load_slice<QTile, kBlockM>(dst, b.q, b.q_row_stride, b.rows_q, c, tid);
+      load_slice<KTile, kBlockN>(dst + Traits::kQSliceBytes, b.k + n0 * b.k_row_stride,
+                                 b.k_row_stride, b.len_kv - n0, c, tid);
+    } else {
+      load_slice<VTile, kBlockN>(dst, b.v + n0 * b.v_row_stride, b.v_row_stride, b.len_kv - n0,
+                                 c - kChunksQK, tid);
+    }
+  }
+
+  // Make item t resident in its stage buffer and keep the ring full. Every call commits exactly
+  // one group (possibly empty), so "item t landed" is "at most num_stages - 2 groups pending".
+  static __device__ __forceinline__ void acquire(const Block& b, int t, int tid) {
+    if (b.num_stages == 1) {
+      __syncthreads();  // everyone is done reading the single buffer
+      load_item(b, t, tid);
+      ptx::cp_async_commit_group();
+      ptx::cp_async_wait_group<0>();
+      __syncthreads();
+    } else {
+      ptx::cp_async_wait_group_dyn(b.num_stages - 2);
+      __syncthreads();  // item t visible to all; everyone is done with item t - 1's buffer
+      const int next = t + b.num_stages - 1;
+      if (next < b.num_items) load_item(b, next, tid);
+      ptx::cp_async_commit_group();
+    }
+  }
+
+  // ---- the block ---------------------------------------------------------------------------
+  static __device__ __forceinline__ void run(const FwdParams& p, char* smem) {
+    const int tid = threadIdx.x;
+    const int lane = tid % 32;
+    const int warp = tid / 32;
+    const int wm = warp / kWarpsN;
+    const int wn = warp % kWarpsN;
+    const int g = lane / 4;  // fragment row within the warp's 16 rows (and g + 8)
+    const int t4 = lane % 4; // fragment column pair
+
+    // Heaviest (causal) blocks first: the last query rows see the most keys.
+    const int m_block = gridDim.x - 1 - blockIdx.x;
+    const int head = blockIdx.y;
+    const int batch = blockIdx.z;
+    const int head_kv = head / (p.heads_q / p.heads_kv);
+
+    Block b;
+    b.m0 = m_block * kBlockM;
+    b.rows_q = min(kBlockM, p.len_q - b.m0);
+    b.len_kv = p.len_kv;
+    b.q_row_stride = p.q_row_stride;
+    b.k_row_stride = p.k_row_stride;
+    b.v_row_stride = p.v_row_stride;
+    b.q = static_cast<const Element*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride +
+          static_cast<int64_t>(b.m0) * p.q_row_stride;
+    b.k = static_cast<const Element*>(p.k) + batch * p.k_batch_stride + head_kv * p.k_head_stride;
+    b.v = static_cast<const Element*>(p.v) + batch * p.v_batch_stride + head_kv * p.v_head_stride;
+    // Causal (top-left): the block's last row m0 + BlockM - 1 sees keys up to that index.
+    const int kv_end = p.is_causal ? min(p.len_kv, b.m0 + kBlockM) : p.len_kv;
+    b.num_kv_tiles = (kv_end + kBlockN - 1) / kBlockN;
+    b.num_items = b.num_kv_tiles * kItemsPerTile;
+    b.num_stages = p.num_stages;
+    b.smem_base = ptx::smem_u32addr(smem);
+
+    const uint32_t p_smem = b.smem_base + p.num_stages * Traits::kStageBytes;
+    float* red = reinterpret_cast<float*>(smem + p.num_stages * Traits::kStageBytes +
+                                          Traits::kPBytes);  // [kWarpsN][kBlockM]
+
+    // Rows this thread owns in the softmax state: r = 0 -> row g, r = 1 -> row g + 8.
+    float row_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+    float row_sum[2] = {0.f, 0.f};  // this thread's partial sum; reduced across quad/warps at the end
+    float o_acc[kChunksV][kNTilesO][4];
+#pragma unroll
+    for (int c = 0; c < kChunksV; ++c)
+#pragma unroll
+      for (int n = 0; n < kNTilesO; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o_acc[c][n][e] = 0.f;
+
+    // Prologue: fill num_stages - 1 buffers.
+    if (b.num_stages > 1) {
+      for (int s = 0; s < b.num_stages - 1; ++s) {
+        if (s < b.num_items) load_item(b, s, tid);
+        ptx::cp_async_commit_group();
+      }
+    }
+
+    int t = 0;
+    for (int j = 0; j < b.num_kv_tiles; ++j) {
+      const int n0 = j * kBlockN;
+      // ---- S = Q @ K_j^T, one kChunkD slice of the head dim per pipeline step ----
+      float s_acc[kNTilesS][4];
+#pragma unroll
+      for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
+
+#pragma unroll 1
+      for (int c = 0; c < kChunksQK; ++c, ++t) {
+        acquire(b, t, tid);
+        const uint32_t q_smem = stage_addr(b, t);
+        const uint32_t k_smem = q_smem + Traits::kQSliceBytes;
+#pragma unroll
+        for (int ks = 0; ks < Traits::kKStepsQK; ++ks) {
+          uint32_t a[4];
+          ptx::ldmatrix_m8n8_x4(a, q_smem + QTile::unit_offset(wm * 16 + lane % 16, ks * 2 + lane / 16));
+#pragma unroll
+          for (int np = 0; np < kNTilesS / 2; ++np) {
+            // Matrices: (n0-7,k0-7) (n0-7,k8-15) (n8-15,k0-7) (n8-15,k8-15) -> b0,b1 of two n8 tiles.
+            uint32_t bk[4];
+            const int krow = wn * Traits::kWarpColsS + np * 16 + (lane / 16) * 8 + lane % 8;
+            ptx::ldmatrix_m8n8_x4(bk, k_smem + KTile::unit_offset(krow, ks * 2 + (lane / 8) % 2));
+            const uint32_t b0[2] = {bk[0], bk[1]};
+            const uint32_t b1[2] = {bk[2], bk[3]};
+            Num::mma_f32acc(s_acc[2 * np], a, b0);
+            Num::mma_f32acc(s_acc[2 * np + 1], a, b1);
+          }
+        }
+      }
+
+      // ---- online softmax on this tile (base 2) ----
+      const bool need_mask = (n0 + kBlockN > p.len_kv) || (p.is_causal && n0 + kBlockN - 1 > b.m0);
+      float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+      for (int n = 0; n < kNTilesS; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float s = s_acc[n][e] * p.scale_log2;
+          if (need_mask) {
+            const int col = n0 + wn * Traits::kWarpColsS + n * 8 + 2 * t4 + (e % 2);
+            const int row = b.m0 + wm * 16 + g + (e / 2) * 8;
+            if (col >= p.len_kv || (p.is_causal && col > row)) s = -CUDART_INF_F;
+          }
+          s_acc[n][e] = s;
+          tile_max[e / 2] = fmaxf(tile_max[e / 2], s);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      }
+      if constexpr (kWarpsN > 1) {
+        // Combine the row max across the warps sharing these rows. The buffer is safe to reuse
+        // each tile: its previous readers all passed the P@V pipeline barriers since.
+        if (t4 == 0) {
+          red[wn * kBlockM + wm * 16 + g] = tile_max[0];
+          red[wn * kBlockM + wm * 16 + g + 8] = tile_max[1];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int w = 0; w < kWarpsN; ++w) {
+          tile_max[0] = fmaxf(tile_max[0], red[w * kBlockM + wm * 16 + g]);
+          tile_max[1] = fmaxf(tile_max[1], red[w * kBlockM + wm * 16 + g + 8]);
+        }
+      }
+      float alpha[2], m_use[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float m_new = fmaxf(row_max[r], tile_max[r]);
+        // A row with every key so far masked keeps max -inf; exponentiate against 0 instead so
+        // exp2(-inf - -inf) never produces NaN (its P is 0 and its O/l stay 0).
+        m_use[r] = m_new == -CUDART_INF_F ? 0.f : m_new;
+        alpha[r] = ptx::ex2_approx_ftz(row_max[r] - m_use[r]);
+        row_max[r] = m_new;
+        row_sum[r] *= alpha[r];
+      }
+#pragma unroll
+      for (int c = 0; c < kChunksV; ++c)
+#pragma unroll
+        for (int n = 0; n < kNTilesO; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o_acc[c][n][e] *= alpha[e / 2];
+
+      // P = exp2(S - m), summed in fp32, stored as b16 for the P@V MMA.
+#pragma unroll
+      for (int n = 0; n < kNTilesS; ++n) {
+        float pv[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          pv[e] = ptx::ex2_approx_ftz(s_acc[n][e] - m_use[e / 2]);
+          row_sum[e / 2] += pv[e];
+        }
+        const int col = wn * Traits::kWarpColsS + n * 8 + 2 * t4;
+        const int row = wm * 16 + g;
+        const uint32_t lo = Num::pack2(pv[0], pv[1]);
+        const uint32_t hi = Num::pack2(pv[2], pv[3]);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_smem + PTile::elem_offset(row, col)), "r"(lo));
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_smem + PTile::elem_offset(row + 8, col)), "r"(hi));
+      }
+
+      // ---- O += P @ V_j, one kChunkD slice of Dv per pipeline step (unrolled: O is in registers) ----
+      uint32_t p_frag[Traits::kKStepsPV][4];
+#pragma unroll
+      for (int c = 0; c < kChunksV; ++c, ++t) {
+        acquire(b, t, tid);  // its barrier also publishes the P tile written above
+        if (c == 0) {
+#pragma unroll
+          for (int ks = 0; ks < Traits::kKStepsPV; ++ks)
+            ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::unit_offset(wm * 16 + lane % 16, ks * 2 + lane / 16));
+        }
+        const uint32_t v_smem = stage_addr(b, t);
+#pragma unroll
+        for (int ks = 0; ks < Traits::kKStepsPV; ++ks) {
+#pragma unroll
+          for (int np = 0; np < kNTilesO / 2; ++np) {
+            // Transposed matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15).
+            uint32_t bv[4];
+            const int vrow = ks * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+            const int vunit = (wn * Traits::kWarpColsO + np * 16) / 8 + lane / 16;
+            ptx::ldmatrix_m8n8_x4_trans(bv, v_smem + VTile::unit_offset(vrow, vunit));
+            const uint32_t b0[2] = {bv[0], bv[1]};
+            const uint32_t b1[2] = {bv[2], bv[3]};
+            Num::mma_f32acc(o_acc[c][2 * np], p_frag[ks], b0);
+            Num::mma_f32acc(o_acc[c][2 * np + 1], p_frag[ks], b1);
+          }
+        }
+      }
+    }
+    ptx::cp_async_wait_group<0>();
+
+    // ---- epilogue: total row sums, O / l, LSE ----
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+    }
+    if constexpr (kWarpsN > 1) {
+      __syncthreads();  // last tile's row-max readers are done with `red`
+      if (t4 == 0) {
+        red[wn * kBlockM + wm * 16 + g] = row_sum[0];
+        red[wn * kBlockM + wm * 16 + g + 8] = row_sum[1];
+      }
+      __syncthreads();
+      row_sum[0] = row_sum[1] = 0.f;
+#pragma unroll
+      for (int w = 0; w < kWarpsN; ++w) {
+        row_sum[0] += red[w * kBlockM + wm * 16 + g];
+        row_sum[1] += red[w * kBlockM + wm * 16 + g + 8];
+      }
+    }
+
+    Element* o_base = static_cast<Element*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = b.m0 + wm * 16 + g + r * 8;
+      if (row >= p.len_q) continue;
+      const float inv = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
+      Element* o_row = o_base + static_cast<int64_t>(row) * p.o_row_stride;
+#pragma unroll
+      for (int c = 0; c < kChunksV; ++c)
+#pragma unroll
+        for (int n = 0; n < kNTilesO; ++n) {
+          const int col = c * kChunkD + wn * Traits::kWarpColsO + n * 8 + 2 * t4;
+          *reinterpret_cast<uint32_t*>(o_row + col) =
+              Num::pack2(o_acc[c][n][2 * r] * inv, o_acc[c][n][2 * r + 1] * inv);
+        }
+      if (p.lse != nullptr && wn == 0 && t4 == 0) {
+        constexpr float kLn2 = 0.6931471805599453f;
+        const float lse = row_sum[r] > 0.f ? (m_use_final(row_max[r]) + __log2f(row_sum[r])) * kLn2
+                                           : -CUDART_INF_F;
+        p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] = lse;
+      }
+    }
+  }
+
+  static __device__ __forceinline__ float m_use_final(float m) { return m == -CUDART_INF_F ? 0.f : m; }
+};
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1) ffpa_fwd_kernel(const __grid_constant__ FwdParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  extern __shared__ __align__(128) char smem[];
+  FfpaFwd<Traits>::run(p, smem);
+#endif
+}
+
+}  // namespace ffpa::attn

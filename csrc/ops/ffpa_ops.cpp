@@ -1,0 +1,123 @@
+// The torch contract of ffpa_attn: op schemas (TORCH_LIBRARY), CUDA implementations, argument
+// checks with messages naming the argument, output allocation, stream and device guard, and the
+// translation tensor -> FwdParams, cudaError_t -> TORCH_CHECK. The only layer that includes torch.
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+
+#include "launch/ffpa_fwd.h"
+#include "ops/ffpa_ops.h"
+
+namespace ffpa::ops {
+
+namespace {
+
+launch::DType to_dtype(at::ScalarType t) {
+  return t == at::kHalf ? launch::DType::kFloat16 : launch::DType::kBFloat16;
+}
+
+void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q) {
+  TORCH_CHECK(t.is_cuda(), "ffpa_fwd: `", name, "` must be a CUDA tensor, got device ", t.device());
+  TORCH_CHECK(t.device() == q.device(), "ffpa_fwd: `", name, "` must be on ", q.device(), " like `query`, got ",
+              t.device());
+  TORCH_CHECK(t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16, "ffpa_fwd: `", name,
+              "` must be float16 or bfloat16, got ", t.scalar_type());
+  TORCH_CHECK(t.scalar_type() == q.scalar_type(), "ffpa_fwd: `", name, "` must have the dtype of `query` (",
+              q.scalar_type(), "), got ", t.scalar_type());
+  TORCH_CHECK(t.dim() == expect_dim, "ffpa_fwd: `", name, "` must be ", expect_dim,
+              "-D (batch, heads, seq, head_dim), got ", t.dim(), "-D with shape ", t.sizes());
+  TORCH_CHECK(t.stride(-1) == 1, "ffpa_fwd: `", name, "` must have a contiguous last dimension (stride 1), got stride ",
+              t.stride(-1));
+  for (int d = 0; d < 3; ++d)
+    TORCH_CHECK(t.size(d) <= 1 || t.stride(d) % 8 == 0, "ffpa_fwd: `", name, "` stride of dim ", d,
+                " must be a multiple of 8 elements for 16-byte loads, got ", t.stride(d));
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "ffpa_fwd: `", name,
+              "` data pointer must be 16-byte aligned");
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                 double scale, bool is_causal, int64_t level, int64_t num_stages) {
+  check_qkv(q, "query", 4, q);
+  check_qkv(k, "key", 4, q);
+  check_qkv(v, "value", 4, q);
+  const int64_t B = q.size(0), Hq = q.size(1), L = q.size(2), D = q.size(3);
+  const int64_t Hkv = k.size(1), S = k.size(2), Dv = v.size(3);
+  TORCH_CHECK(k.size(0) == B && v.size(0) == B, "ffpa_fwd: batch of `key` (", k.size(0), ") and `value` (",
+              v.size(0), ") must equal the batch of `query` (", B, ")");
+  TORCH_CHECK(k.size(3) == D, "ffpa_fwd: head dim of `key` must equal that of `query` (", D, "), got ", k.size(3));
+  TORCH_CHECK(v.size(1) == Hkv && v.size(2) == S, "ffpa_fwd: `value` must have the heads and length of `key` (",
+              Hkv, ", ", S, "), got (", v.size(1), ", ", v.size(2), ")");
+  TORCH_CHECK(Hkv >= 1 && Hq % Hkv == 0, "ffpa_fwd: query heads (", Hq, ") must be a multiple of key/value heads (",
+              Hkv, ")");
+  TORCH_CHECK(S >= 1, "ffpa_fwd: `key` must have at least one position, got length ", S);
+  TORCH_CHECK(std::isfinite(scale), "ffpa_fwd: `scale` must be finite, got ", scale);
+  TORCH_CHECK(level == 0 || level == 1, "ffpa_fwd: `level` must be 0 (auto) or 1 in this build, got ", level);
+  TORCH_CHECK(num_stages >= 0 && num_stages <= 4, "ffpa_fwd: `num_stages` must be 0 (auto) or 1..4, got ",
+              num_stages);
+  TORCH_CHECK(B <= INT32_MAX && Hq <= 65535 && L <= INT32_MAX && S <= INT32_MAX,
+              "ffpa_fwd: sizes out of range: batch ", B, ", heads ", Hq, " (at most 65535), L ", L, ", S ", S);
+  const int lvl = level == 0 ? 1 : static_cast<int>(level);
+  const launch::DType dtype = to_dtype(q.scalar_type());
+  TORCH_CHECK(launch::ffpa_fwd_compiled(dtype, lvl, static_cast<int>(D), static_cast<int>(Dv)),
+              "ffpa_fwd: head dims (", D, ", ", Dv, ") for ", q.scalar_type(), " at level ", lvl,
+              " are not compiled into this build (see ffpa_attn.build_info())");
+
+  // Output follows the layout of `query`: a BLHD view in gives a BLHD-backed output.
+  const bool blhd = q.stride(1) < q.stride(2);
+  auto opts = q.options();
+  at::Tensor out = blhd ? at::empty({B, L, Hq, Dv}, opts).transpose(1, 2) : at::empty({B, Hq, L, Dv}, opts);
+  at::Tensor lse = at::empty({B, Hq, L}, opts.dtype(at::kFloat));
+  if (B == 0 || L == 0 || Hq == 0) return {out, lse};
+
+  const c10::cuda::CUDAGuard guard(q.device());
+  FwdParams p{};
+  p.q = q.data_ptr();
+  p.k = k.data_ptr();
+  p.v = v.data_ptr();
+  p.o = out.data_ptr();
+  p.lse = lse.data_ptr<float>();
+  p.q_batch_stride = q.stride(0), p.q_head_stride = q.stride(1), p.q_row_stride = q.stride(2);
+  p.k_batch_stride = k.stride(0), p.k_head_stride = k.stride(1), p.k_row_stride = k.stride(2);
+  p.v_batch_stride = v.stride(0), p.v_head_stride = v.stride(1), p.v_row_stride = v.stride(2);
+  p.o_batch_stride = out.stride(0), p.o_head_stride = out.stride(1), p.o_row_stride = out.stride(2);
+  p.batch = static_cast<int>(B);
+  p.heads_q = static_cast<int>(Hq);
+  p.heads_kv = static_cast<int>(Hkv);
+  p.len_q = static_cast<int>(L);
+  p.len_kv = static_cast<int>(S);
+  p.head_dim = static_cast<int>(D);
+  p.head_dim_v = static_cast<int>(Dv);
+  p.scale = static_cast<float>(scale);
+  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+  p.is_causal = is_causal;
+  p.num_stages = static_cast<int>(num_stages);
+
+  launch::KernelInfo info;
+  cudaError_t err = launch::ffpa_fwd_info(dtype, lvl, p.head_dim, p.head_dim_v, p.num_stages, false, &info);
+  TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: no launch configuration: ", cudaGetErrorString(err));
+  int smem_limit = 0;
+  cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, q.get_device());
+  TORCH_CHECK(info.smem_bytes <= smem_limit, "ffpa_fwd: `num_stages`=", info.num_stages, " needs ",
+              info.smem_bytes, " bytes of shared memory per block, the device allows ", smem_limit);
+
+  err = launch::ffpa_fwd(dtype, lvl, p, at::cuda::getCurrentCUDAStream(q.get_device()).stream());
+  TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: kernel launch failed: ", cudaGetErrorString(err));
+  return {out, lse};
+}
+
+}  // namespace ffpa::ops
+
+TORCH_LIBRARY(ffpa_attn, m) {
+  m.def(
+      "ffpa_fwd(Tensor q, Tensor k, Tensor v, float scale, bool is_causal, int level, int num_stages)"
+      " -> (Tensor out, Tensor lse)");
+}
+
+TORCH_LIBRARY_IMPL(ffpa_attn, CUDA, m) { m.impl("ffpa_fwd", &ffpa::ops::ffpa_fwd_cuda); }

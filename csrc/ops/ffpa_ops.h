@@ -1,0 +1,13 @@
+// Declarations of the torch-facing op implementations (csrc/ops/*.cpp).
+#pragma once
+#include <ATen/ATen.h>
+
+#include <tuple>
+
+namespace ffpa::ops {
+
+// q [B, Hq, L, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv] -> (out [B, Hq, L, Dv], lse [B, Hq, L] fp32).
+std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                 double scale, bool is_causal, int64_t level, int64_t num_stages);
+
+}  // namespace ffpa::ops

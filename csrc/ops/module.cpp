@@ -1,0 +1,64 @@
+// The Python module ffpa_attn._C: importing it registers the ops (TORCH_LIBRARY in ffpa_ops.cpp)
+// and exposes what this build contains and how each kernel would be launched.
+#include <cuda_runtime_api.h>
+#include <pybind11/pybind11.h>
+#include <torch/python.h>
+
+#include <string>
+
+#include "generated/build_manifest.h"
+#include "launch/ffpa_fwd.h"
+
+namespace py = pybind11;
+
+namespace {
+
+py::dict build_info() {
+  py::dict d = py::module_::import("json").attr("loads")(std::string(FFPA_BUILD_MANIFEST_JSON));
+  d["cuda_version"] = std::to_string(CUDART_VERSION / 1000) + "." + std::to_string((CUDART_VERSION % 1000) / 10);
+  return d;
+}
+
+// Launch configuration of one compiled kernel; registers/local memory need a CUDA device.
+py::dict kernel_info(const std::string& dtype, int level, int head_dim, int head_dim_v, int num_stages,
+                     bool query_attributes) {
+  using ffpa::launch::DType;
+  DType dt;
+  if (dtype == "float16" || dtype == "fp16") dt = DType::kFloat16;
+  else if (dtype == "bfloat16" || dtype == "bf16") dt = DType::kBFloat16;
+  else throw py::value_error("kernel_info: `dtype` must be 'float16' or 'bfloat16', got '" + dtype + "'");
+  if (!ffpa::launch::ffpa_fwd_compiled(dt, level, head_dim, head_dim_v))
+    throw py::value_error("kernel_info: (" + dtype + ", level " + std::to_string(level) + ", head dims " +
+                          std::to_string(head_dim) + "/" + std::to_string(head_dim_v) + ") is not compiled");
+  ffpa::launch::KernelInfo k;
+  const cudaError_t err =
+      ffpa::launch::ffpa_fwd_info(dt, level, head_dim, head_dim_v, num_stages, query_attributes, &k);
+  if (err != cudaSuccess) throw py::value_error(std::string("kernel_info: ") + cudaGetErrorString(err));
+  py::dict d;
+  d["level"] = k.level;
+  d["head_dim"] = k.head_dim;
+  d["head_dim_v"] = k.head_dim_v;
+  d["block_m"] = k.block_m;
+  d["block_n"] = k.block_n;
+  d["warps_m"] = k.warps_m;
+  d["warps_n"] = k.warps_n;
+  d["chunk_d"] = k.chunk_d;
+  d["threads"] = k.threads;
+  d["num_stages"] = k.num_stages;
+  d["smem_bytes"] = k.smem_bytes;
+  if (query_attributes) {
+    d["registers"] = k.registers;
+    d["local_bytes"] = k.local_bytes;
+  }
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "ffpa_attn CUDA extension: registers torch.ops.ffpa_attn.* and reports build contents";
+  m.def("build_info", &build_info, "Version, archs, kernel families, head dims and dtypes compiled in");
+  m.def("kernel_info", &kernel_info, py::arg("dtype"), py::arg("level"), py::arg("head_dim"),
+        py::arg("head_dim_v"), py::arg("num_stages") = 0, py::arg("query_attributes") = false,
+        "Launch configuration (tile, threads, stages, shared memory; registers on request) of one kernel");
+}

@@ -1,0 +1,52 @@
+"""ffpa-attn: FFPA (Faster Flash Prefill Attention) CUDA kernels for large head dims,
+usable as a drop-in for ``torch.nn.functional.scaled_dot_product_attention``.
+
+    import ffpa_attn
+    out = ffpa_attn.forward(q, k, v, is_causal=True)          # same semantics as SDPA
+    out, lse = ffpa_attn.forward(q, k, v, return_lse=True)     # plus natural-log LSE
+    with ffpa_attn.sdpa_patched():                              # route F.sdpa through it
+        model(x)
+
+Calls the kernels cannot run (CPU tensors, masks, dropout, autograd, uncompiled head
+dims, ...) fall back to torch SDPA with a one-time ``FFPAFallbackWarning`` per reason.
+"""
+
+__version__ = "0.1.0"  # keep first: _ops reads it while the package is importing
+
+from ._ops import build_info, extension_available
+from .errors import (
+    FFPAError,
+    FFPAFallbackWarning,
+    FFPAIndexError,
+    FFPATypeError,
+    FFPAUnsupportedError,
+    FFPAValueError,
+)
+from .interface import (
+    forward,
+    is_sdpa_patched,
+    patch_sdpa,
+    reset_fallback_warnings,
+    scaled_dot_product_attention,
+    sdpa_patched,
+    unpatch_sdpa,
+)
+
+__all__ = [
+    "__version__",
+    "forward",
+    "scaled_dot_product_attention",
+    "patch_sdpa",
+    "unpatch_sdpa",
+    "is_sdpa_patched",
+    "sdpa_patched",
+    "build_info",
+    "extension_available",
+    "reset_fallback_warnings",
+    "FFPAFallbackWarning",
+    "FFPAError",
+    "FFPAValueError",
+    "FFPATypeError",
+    "FFPAIndexError",
+    "FFPAUnsupportedError",
+]

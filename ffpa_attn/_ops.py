@@ -1,0 +1,316 @@
+"""Binding layer between the Python package and the compiled extension ``ffpa_attn._C``.
+
+Importing ``ffpa_attn._C`` registers ``torch.ops.ffpa_attn.ffpa_fwd`` (CUDA only):
+
+    ffpa_fwd(Tensor q, Tensor k, Tensor v, float scale, bool is_causal,
+             int level, int num_stages) -> (Tensor out, Tensor lse)
+
+with q: (B, Hq, L, D), k: (B, Hkv, S, D), v: (B, Hkv, S, Dv), out: (B, Hq, L, Dv) in q's
+dtype and lse: (B, Hq, L) float32 (natural log).  The extension may be missing (not
+built, or built against something else); the package then still imports and
+``ffpa_attn.forward`` falls back to torch SDPA.
+"""
+
+import copy
+import importlib
+import warnings
+from typing import Any, Dict, FrozenSet, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "extension_available",
+    "import_error",
+    "build_info",
+    "ffpa_fwd",
+    "ffpa_fwd_realigned",
+    "l1_head_dims",
+    "built_archs",
+    "built_ptx_archs",
+    "built_dtypes",
+]
+
+_OP_QUALNAME = "ffpa_attn::ffpa_fwd"
+
+# --------------------------------------------------------------------------- loading
+_C: Any = None
+_IMPORT_ERROR: Optional[str] = None
+try:
+    # registers torch.ops.ffpa_attn.ffpa_fwd
+    _C = importlib.import_module("ffpa_attn._C")
+except (ImportError, OSError) as _exc:  # not built, or built against another torch/CUDA
+    _C = None
+    _IMPORT_ERROR = f"{type(_exc).__name__}: {_exc}"
+    _not_built = isinstance(_exc, ModuleNotFoundError) and _exc.name == "ffpa_attn._C"
+    if not _not_built:
+        # The binary exists but cannot be loaded: that deserves a word at import time.
+        warnings.warn(
+            f"ffpa_attn: the compiled extension ffpa_attn._C failed to load ({_IMPORT_ERROR}); "
+            "every call will fall back to torch.nn.functional.scaled_dot_product_attention.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    del _not_built
+
+
+def _lookup_op() -> Any:
+    try:
+        return torch.ops.ffpa_attn.ffpa_fwd
+    except (AttributeError, RuntimeError):
+        return None
+
+
+_OP = _lookup_op() if _C is not None else None
+if _C is not None and _OP is None:
+    _IMPORT_ERROR = (
+        "ffpa_attn._C was imported but did not register torch.ops.ffpa_attn.ffpa_fwd"
+    )
+
+
+def extension_available() -> bool:
+    """True when ``ffpa_attn._C`` loaded and registered ``torch.ops.ffpa_attn.ffpa_fwd``."""
+    return _OP is not None
+
+
+def import_error() -> Optional[str]:
+    """Why the extension is unavailable (``None`` when it is available)."""
+    return _IMPORT_ERROR
+
+
+# ----------------------------------------------------------------------- build info
+def _package_version() -> str:
+    try:
+        from ffpa_attn import __version__
+
+        return __version__
+    except ImportError:  # pragma: no cover - only when _ops is used stand-alone
+        return "unknown"
+
+
+def _load_build_info() -> Dict[str, Any]:
+    info: Dict[str, Any] = {
+        "version": _package_version(),
+        "cuda_version": None,
+        "archs": [],
+        "families": [],
+        "head_dims": {},
+        "dtypes": [],
+    }
+    if _OP is not None and hasattr(_C, "build_info"):
+        try:
+            info.update(dict(_C.build_info()))
+        except Exception as exc:  # a broken build_info must not break the import
+            warnings.warn(
+                f"ffpa_attn: _C.build_info() failed ({type(exc).__name__}: {exc})",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    info["extension_available"] = _OP is not None
+    info["import_error"] = _IMPORT_ERROR
+    return info
+
+
+_BUILD_INFO: Dict[str, Any] = _load_build_info()
+
+
+def build_info() -> Dict[str, Any]:
+    """What this installation was built with.
+
+    Keys: ``version``, ``cuda_version`` (``None`` when not built), ``archs`` (e.g.
+    ``["80", "89", "90a"]``), ``families`` (e.g. ``["ffpa_l1"]``), ``head_dims``
+    (family -> list of compiled head dims), ``dtypes``, ``extension_available`` and
+    ``import_error`` (why the extension is missing, else ``None``).  Returns a copy.
+    """
+    return copy.deepcopy(_BUILD_INFO)
+
+
+def _int_set(values: Any) -> FrozenSet[int]:
+    out = set()
+    for v in values or ():
+        try:
+            out.add(int(v))
+        except (TypeError, ValueError):
+            pass
+    return frozenset(out)
+
+
+# Plain module globals: cheap in eager mode and constant for torch.compile.
+_L1_HEAD_DIMS: FrozenSet[int] = _int_set(
+    (_BUILD_INFO.get("head_dims") or {}).get("ffpa_l1", ())
+)
+_ARCHS: Tuple[str, ...] = tuple(str(a) for a in (_BUILD_INFO.get("archs") or ()))
+_DTYPES: FrozenSet[str] = frozenset(str(d) for d in (_BUILD_INFO.get("dtypes") or ()))
+
+
+def _arch_number(arch: str) -> int:
+    digits = "".join(c for c in arch if c.isdigit())
+    return int(digits) if digits else 1 << 30
+
+
+def _default_ptx_archs(archs: Tuple[str, ...]) -> Tuple[str, ...]:
+    # setup.py embeds the PTX of the lowest SM target next to the SASS of every target.
+    return (min(archs, key=_arch_number),) if archs else ()
+
+
+_PTX_ARCHS: Tuple[str, ...] = (
+    tuple(str(a) for a in _BUILD_INFO["ptx"])
+    if isinstance(_BUILD_INFO.get("ptx"), (list, tuple))
+    else _default_ptx_archs(_ARCHS)
+)
+
+
+def l1_head_dims() -> FrozenSet[int]:
+    """Head dims compiled for the FFPA L1 kernel (empty when not built)."""
+    return _L1_HEAD_DIMS
+
+
+def built_archs() -> Tuple[str, ...]:
+    """CUDA archs the extension has SASS for, e.g. ``("80", "89", "90a")``."""
+    return _ARCHS
+
+
+def built_ptx_archs() -> Tuple[str, ...]:
+    """CUDA archs the extension embeds PTX for (JIT-compiled on newer GPUs).
+
+    ``build_info()["ptx"]`` when the build reports it, else the lowest of ``archs``
+    (what setup.py embeds).
+    """
+    return _PTX_ARCHS
+
+
+def built_dtypes() -> FrozenSet[str]:
+    """dtype names compiled in, e.g. ``{"float16", "bfloat16"}`` (empty when not built)."""
+    return _DTYPES
+
+
+# ------------------------------------------------------------------- fake (meta) kernel
+def _expected_out_strides(q: Tensor, dv: Any) -> Tuple[Any, Any, Any, Any]:
+    """Strides of ``out`` promised by the C++ op for a 4-D ``q`` (see module doc)."""
+    b, h, l, _ = q.shape
+    if q.stride(1) < q.stride(2):  # BLHD view in, BLHD memory out
+        return (l * h * dv, dv, h * dv, 1)
+    return (h * l * dv, l * dv, dv, 1)
+
+
+def _ffpa_fwd_fake(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scale: float,
+    is_causal: bool,
+    level: int,
+    num_stages: int,
+) -> Tuple[Tensor, Tensor]:
+    torch._check(q.dim() == 4, lambda: f"ffpa_fwd: q must be 4-D, got {q.dim()}-D")
+    torch._check(k.dim() == 4, lambda: f"ffpa_fwd: k must be 4-D, got {k.dim()}-D")
+    torch._check(v.dim() == 4, lambda: f"ffpa_fwd: v must be 4-D, got {v.dim()}-D")
+    b, h, l, _ = q.shape
+    dv = v.shape[-1]
+    out = torch.empty_strided(
+        (b, h, l, dv), _expected_out_strides(q, dv), dtype=q.dtype, device=q.device
+    )
+    lse = q.new_empty((b, h, l), dtype=torch.float32)
+    return out, lse
+
+
+def _register_fake() -> None:
+    if _OP is None:
+        return
+    if torch._C._dispatch_has_kernel_for_dispatch_key(_OP_QUALNAME, "Meta"):
+        return  # the C++ side registered its own meta kernel
+    try:
+        torch.library.register_fake(_OP_QUALNAME)(_ffpa_fwd_fake)
+    except RuntimeError as exc:  # e.g. already registered (module reloaded)
+        if "already" not in str(exc):
+            warnings.warn(
+                f"ffpa_attn: could not register the fake kernel of {_OP_QUALNAME} ({exc}); "
+                "torch.compile of the FFPA path may fail.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+
+_register_fake()
+
+
+# ----------------------------------------------------------------------------- calls
+def ffpa_fwd(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scale: float,
+    is_causal: bool,
+    level: int = 0,
+    num_stages: int = 0,
+) -> Tuple[Tensor, Tensor]:
+    """Thin typed wrapper of ``torch.ops.ffpa_attn.ffpa_fwd`` (no checks, no fallback).
+
+    level: 0 = auto, 1 = FFPA L1; num_stages: 0 = auto, else 1..4.
+    """
+    if _OP is None:
+        raise RuntimeError(
+            f"torch.ops.ffpa_attn.ffpa_fwd is not available: {_IMPORT_ERROR}"
+        )
+    return torch.ops.ffpa_attn.ffpa_fwd(q, k, v, scale, is_causal, level, num_stages)
+
+
+# 16-byte vector loads: every non-unit stride and the data pointer must be 16-byte aligned.
+_VEC_BYTES = 16
+
+
+def strides_ok(t: Tensor) -> bool:
+    """Last dim contiguous and every other stride a multiple of 16 bytes.
+
+    Works on fake tensors, i.e. under torch.compile.
+    """
+    if t.stride(-1) != 1:
+        return False
+    es = t.element_size()
+    for i in range(t.dim() - 1):
+        if t.size(i) != 1 and (t.stride(i) * es) % _VEC_BYTES != 0:
+            return False
+    return True
+
+
+def pointer_ok(t: Tensor) -> bool:
+    """Data pointer 16-byte aligned (real tensors only; dynamo cannot trace it)."""
+    return t.data_ptr() % _VEC_BYTES == 0
+
+
+def realign(t: Tensor) -> Tensor:
+    """``t`` itself when kernel-friendly, else a contiguous copy (fresh, aligned storage)."""
+    if strides_ok(t) and pointer_ok(t):
+        return t
+    return t.clone(memory_format=torch.contiguous_format)
+
+
+def _ffpa_fwd_realigned_impl(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scale: float,
+    is_causal: bool,
+    level: int,
+    num_stages: int,
+) -> Tuple[Tensor, Tensor]:
+    expected = _expected_out_strides(q, v.shape[-1])
+    out, lse = ffpa_fwd(realign(q), realign(k), realign(v), scale, is_causal, level, num_stages)
+    if out.stride() != expected:
+        # A copy changed q's layout; keep the layout the fake kernel promised.
+        fixed = torch.empty_strided(out.shape, expected, dtype=out.dtype, device=out.device)
+        fixed.copy_(out)
+        out = fixed
+    return out, lse
+
+
+# Used under torch.compile, where the data pointer can only be checked at run time:
+# an opaque op (with the same fake kernel) that realigns its inputs before the call.
+ffpa_fwd_realigned = torch.library.custom_op(
+    "ffpa_attn::ffpa_fwd_realigned",
+    _ffpa_fwd_realigned_impl,
+    mutates_args=(),
+    schema="(Tensor q, Tensor k, Tensor v, float scale, bool is_causal, int level, "
+    "int num_stages) -> (Tensor, Tensor)",
+)
+ffpa_fwd_realigned.register_fake(_ffpa_fwd_fake)

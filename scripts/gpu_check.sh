@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The one command for the GPU machine: build the full extension (timed), run every test, run the
+# benchmark, run compute-sanitizer on one small shape. Logs, JSON, tables and plots go to $OUT
+# (default ./out) as at most 8 files: summary.txt, build.log, ptxas.md, pytest.log,
+# sanitizer.log, bench.tar.gz (json + md + png).
+#
+#   bash scripts/gpu_check.sh                # everything
+#   FFPA_CHECK_STEPS="build tests" bash scripts/gpu_check.sh
+#   FFPA_BENCH_ARGS="--quick" bash scripts/gpu_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+export MAX_JOBS=${MAX_JOBS:-16} PYTHONUNBUFFERED=1
+STEPS=${FFPA_CHECK_STEPS:-"build tests sanitizer bench"}
+PY=${PYTHON:-python3}
+SUMMARY="$OUT/summary.txt"
+: > "$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+status=0
+
+say "== ffpa-attn gpu check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+say "$($PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)')"
+
+if [[ " $STEPS " == *" build "* ]]; then
+  t0=$(date +%s)
+  if FFPA_PTXAS_VERBOSE=1 $PY -m pip install --no-build-isolation --no-deps -v . > "$OUT/build.log" 2>&1; then
+    say "build: ok in $(( $(date +%s) - t0 )) s (MAX_JOBS=$MAX_JOBS, archs ${FFPA_ARCHS:-80;89;90a})"
+  else
+    say "build: FAILED after $(( $(date +%s) - t0 )) s"; tail -40 "$OUT/build.log"; exit 1
+  fi
+  $PY tools/ptxas_report.py "$OUT/build.log" > "$OUT/ptxas.md" && say "ptxas: $(grep -c '^| ' "$OUT/ptxas.md") table rows, spills: $(grep -c 'SPILL' "$OUT/ptxas.md")"
+fi
+
+# Import the installed package, not the source tree.
+cd tests
+if [[ " $STEPS " == *" tests "* ]]; then
+  $PY -m pytest -q -p no:cacheprovider -rs . ${FFPA_PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
+  rc=$?
+  say "tests: exit $rc: $(tail -1 "$OUT/pytest.log")"
+  [ $rc -ne 0 ] && { status=1; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30; }
+fi
+
+if [[ " $STEPS " == *" sanitizer "* ]]; then
+  : > "$OUT/sanitizer.log"
+  for tool in memcheck racecheck; do
+    if compute-sanitizer --tool $tool --error-exitcode 9 $PY ../scripts/sanitize_one.py >> "$OUT/sanitizer.log" 2>&1; then
+      say "sanitizer $tool: clean ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") zero-error summaries so far)"
+    else
+      say "sanitizer $tool: ERRORS (see sanitizer.log)"; status=1
+    fi
+  done
+fi
+cd ..
+
+if [[ " $STEPS " == *" bench "* ]]; then
+  rm -rf "$OUT/bench"
+  $PY bench/bench.py ${FFPA_BENCH_ARGS:---B 1 --H 32 --N 8192 --dtype bf16 fp16 --causal-both} \
+      --check --gen-bench --plot --out-dir "$OUT/bench" > "$OUT/bench.log" 2>&1
+  rc=$?
+  say "bench: exit $rc"
+  [ $rc -ne 0 ] && status=1
+  cat "$OUT"/bench/*.md 2>/dev/null | tee -a "$SUMMARY"
+  tail -5 "$OUT/bench.log"
+  tar -czf "$OUT/bench.tar.gz" -C "$OUT" bench bench.log && rm -rf "$OUT/bench" "$OUT/bench.log"
+fi
+say "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+exit $status

@@ -1,0 +1,79 @@
+"""Build of ffpa_attn._C (torch CUDAExtension).
+
+Environment knobs:
+  FFPA_ARCHS       semicolon/comma list of SM targets, default "80;89;90a" (PTX of the lowest is
+                   embedded too, so newer GPUs can JIT it)
+  FFPA_HEAD_DIMS   comma list of head dims to instantiate, default: every supported one
+  FFPA_DTYPES      comma list out of fp16,bf16, default both
+  FFPA_PTXAS_VERBOSE=1   pass -Xptxas -v (register / shared-memory / spill report per kernel)
+  MAX_JOBS         parallel compile jobs (ninja)
+"""
+import os
+import re
+import sys
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tools"))
+import gen_instantiations  # noqa: E402
+
+VERSION = re.search(r'__version__\s*=\s*"([^"]+)"', (ROOT / "ffpa_attn" / "__init__.py").read_text()).group(1)
+
+
+def env_list(name, default):
+    raw = os.environ.get(name, "").strip()
+    return [x.strip() for x in re.split(r"[;, ]+", raw) if x.strip()] if raw else default
+
+
+def arch_flags(archs):
+    flags = []
+    for a in archs:
+        if not re.fullmatch(r"\d+a?", a):
+            raise SystemExit(f"FFPA_ARCHS: expected entries like 80, 89, 90a; got {a!r}")
+        flags.append(f"-gencode=arch=compute_{a},code=sm_{a}")
+    lowest = min(archs, key=lambda a: int(a.rstrip("a")))
+    flags.append(f"-gencode=arch=compute_{lowest},code=compute_{lowest}")
+    return flags
+
+
+def extensions():
+    from torch.utils.cpp_extension import CUDAExtension
+
+    archs = env_list("FFPA_ARCHS", ["80", "89", "90a"])
+    dims = [int(x) for x in env_list("FFPA_HEAD_DIMS", [])] or None
+    dtypes = env_list("FFPA_DTYPES", ["fp16", "bf16"])
+    generated = gen_instantiations.generate(ROOT / "csrc" / "generated", dims, dtypes, archs, VERSION)
+    sources = ["csrc/ops/module.cpp", "csrc/ops/ffpa_ops.cpp", "csrc/launch/ffpa_fwd_dispatch.cpp"]
+    sources += [os.path.relpath(p, ROOT) for p in generated]
+    nvcc = ["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", *arch_flags(archs)]
+    if os.environ.get("FFPA_PTXAS_VERBOSE") == "1":
+        nvcc.append("-Xptxas=-v")
+    return [
+        CUDAExtension(
+            name="ffpa_attn._C",
+            sources=sources,
+            include_dirs=[str(ROOT / "csrc"), str(ROOT / "csrc" / "include")],
+            extra_compile_args={"cxx": ["-O3", "-std=c++17"], "nvcc": nvcc},
+        )
+    ]
+
+
+def cmdclass():
+    from torch.utils.cpp_extension import BuildExtension
+
+    return {"build_ext": BuildExtension.with_options(use_ninja=True)}
+
+
+setup(
+    name="ffpa-attn",
+    version=VERSION,
+    description="Hand-written CUDA attention kernels for large head dims (FFPA), a drop-in for SDPA",
+    license="Apache-2.0",
+    packages=find_packages(include=["ffpa_attn", "ffpa_attn.*"]),
+    python_requires=">=3.9",
+    install_requires=["torch>=2.4"],
+    ext_modules=extensions(),
+    cmdclass=cmdclass(),
+)

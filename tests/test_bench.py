@@ -1,0 +1,197 @@
+"""CPU-only tests for bench/bench.py (table/plot generation, FLOP accounting, CLI)."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH_PY = os.path.join(REPO, "bench", "bench.py")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _load_bench():
+    spec = importlib.util.spec_from_file_location("ffpa_bench_under_test", BENCH_PY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+bench = _load_bench()
+
+DEVICE = "NVIDIA H100 80GB HBM3 (synthetic)"
+B, HQ, HKV, L, S = 1, 32, 8, 4096, 4096
+DIMS = [320, 512, 1024]
+KERNEL_SPEED = {"sdpa_efficient": 1.0, "ffpa_l1": 1.5, "ffpa_auto": 1.37}
+BASE_MS = {320: 10.0, 512: 16.0, 1024: 33.0}
+MISSING = ("ffpa_l1", "fp16", True, 1024)  # (kernel, dtype, causal, D) left out
+
+
+def _synthetic():
+    results = []
+    for dtype, dscale in (("bf16", 1.0), ("fp16", 0.9)):
+        for causal in (False, True):
+            for D in DIMS:
+                for kernel, speed in KERNEL_SPEED.items():
+                    if (kernel, dtype, causal, D) == MISSING:
+                        continue
+                    ms = BASE_MS[D] * dscale / speed * (0.55 if causal else 1.0)
+                    results.append({
+                        "kernel": kernel, "dtype": dtype, "B": B, "Hq": HQ, "Hkv": HKV,
+                        "L": L, "S": S, "D": D, "Dv": D, "causal": causal, "ms": ms,
+                        "tflops": bench.compute_tflops(B, HQ, L, S, D, D, causal, ms),
+                    })
+    return {"device": DEVICE, "torch": "2.11.0", "cuda": "12.8",
+            "date": "2025-01-02T03:04:05", "args": {"B": B}, "results": results}
+
+
+def _find(data, kernel, dtype, causal, D):
+    for r in data["results"]:
+        if (r["kernel"], r["dtype"], r["causal"], r["D"]) == (kernel, dtype, causal, D):
+            return r
+    return None
+
+
+def _row(md, label):
+    for line in md.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == label:
+            return cells[1:]
+    raise AssertionError(f"row {label!r} not found in:\n{md}")
+
+
+# ---------------------------------------------------------------- FLOPs
+def test_causal_pairs_L_ne_S():
+    assert bench.causal_pairs(3, 5) == 1 + 2 + 3
+    assert bench.causal_pairs(5, 3) == 1 + 2 + 3 + 3 + 3
+    assert bench.causal_pairs(4, 4) == 10
+    for Lq in range(1, 9):
+        for Sk in range(1, 9):
+            assert bench.causal_pairs(Lq, Sk) == sum(min(i + 1, Sk) for i in range(Lq))
+
+
+def test_tflops_helper():
+    # non-causal: 2*B*H*L*S*(D+Dv)
+    assert bench.attn_flops(2, 4, 3, 5, 64, 32, False) == 2 * 2 * 4 * 15 * 96
+    # causal uses the exact pair count, L != S both ways
+    assert bench.attn_flops(1, 1, 3, 5, 8, 8, True) == 2 * 6 * 16
+    assert bench.attn_flops(1, 1, 5, 3, 8, 8, True) == 2 * 12 * 16
+    ms = 2.0
+    expect = 2 * 1 * 2 * 12 * (16 + 16) / (ms * 1e-3) / 1e12
+    assert bench.compute_tflops(1, 2, 5, 3, 16, 16, True, ms) == pytest.approx(expect)
+
+
+# ---------------------------------------------------------------- tables
+def test_make_tables_content():
+    data = _synthetic()
+    tables = bench.make_tables(data)
+    assert set(tables) == {"bench_bf16", "bench_bf16_causal", "bench_fp16", "bench_fp16_causal"}
+    for name, md in tables.items():
+        dtype = name.split("_")[1]
+        causal = name.endswith("_causal")
+        assert DEVICE in md
+        assert f"dtype: {dtype}" in md
+        assert f"causal: {causal}" in md
+        assert f"B={B} H={HQ} Hkv={HKV} L={L} S={S}" in md
+        assert data["date"] in md
+        for D in DIMS:
+            assert f"D={D}" in md
+        for kernel, lab in (("sdpa_efficient", "SDPA EA"), ("ffpa_l1", "FFPA L1"),
+                            ("ffpa_auto", "FFPA auto")):
+            cells = _row(md, lab)
+            assert len(cells) == len(DIMS)
+            for D, cell in zip(DIMS, cells):
+                r = _find(data, kernel, dtype, causal, D)
+                assert cell == ("-" if r is None else f"{r['tflops']:.1f}")
+        for kernel, lab in (("ffpa_l1", "FFPA L1"), ("ffpa_auto", "FFPA auto")):
+            cells = _row(md, f"{lab} speedup vs SDPA EA")
+            for D, cell in zip(DIMS, cells):
+                r = _find(data, kernel, dtype, causal, D)
+                base = _find(data, "sdpa_efficient", dtype, causal, D)
+                if r is None:
+                    assert cell == "-"
+                else:
+                    assert cell == f"{r['tflops'] / base['tflops']:.2f}x"
+    # spot-check the concrete speedup strings and the missing cell
+    assert _row(tables["bench_bf16"], "FFPA L1 speedup vs SDPA EA") == ["1.50x"] * 3
+    assert _row(tables["bench_bf16"], "FFPA auto speedup vs SDPA EA") == ["1.37x"] * 3
+    assert _row(tables["bench_fp16_causal"], "FFPA L1")[-1] == "-"
+    assert _row(tables["bench_fp16_causal"], "FFPA L1 speedup vs SDPA EA")[-1] == "-"
+    # rows only for kernels that ran
+    assert "SDPA FA" not in tables["bench_bf16"]
+    assert "FFPA L2" not in tables["bench_bf16"]
+
+
+def test_table_marks_failed_check():
+    data = _synthetic()
+    r = _find(data, "ffpa_l1", "bf16", False, 512)
+    r.update(check_ok=False, max_abs_err=0.5, rel_err=0.1)
+    md = bench.make_tables(data)["bench_bf16"]
+    cells = _row(md, "FFPA L1")
+    assert cells[1] == f"{r['tflops']:.1f}{bench.FAIL_MARK}"
+    assert "check failed" in md
+
+
+# ---------------------------------------------------------------- plots
+def _assert_png(path):
+    assert os.path.isfile(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+    assert head == PNG_MAGIC
+    assert os.path.getsize(path) > 5000
+
+
+def test_make_plots(tmp_path):
+    paths = bench.make_plots(_synthetic(), str(tmp_path))
+    names = {os.path.basename(p) for p in paths}
+    for tag in ("bf16", "bf16_causal", "fp16", "fp16_causal"):
+        assert f"speedup_{tag}.png" in names
+        assert f"tflops_{tag}.png" in names
+    for p in paths:
+        _assert_png(p)
+
+
+# ---------------------------------------------------------------- CLI
+def _run(args, **kw):
+    env = dict(os.environ)
+    env["CUDA_VISIBLE_DEVICES"] = ""  # force "no GPU" even on a GPU box
+    env["MPLBACKEND"] = "Agg"
+    return subprocess.run([sys.executable, BENCH_PY] + args, cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=180, **kw)
+
+
+def test_from_json_cli_roundtrip(tmp_path):
+    jpath = tmp_path / "results.json"
+    jpath.write_text(json.dumps(_synthetic()))
+    out = tmp_path / "out"
+    proc = _run(["--from-json", str(jpath), "--gen-bench", "--plot", "--out-dir", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    for tag in ("bf16", "bf16_causal", "fp16", "fp16_causal"):
+        md = out / f"bench_{tag}.md"
+        assert md.is_file()
+        assert DEVICE in md.read_text()
+        _assert_png(str(out / f"speedup_{tag}.png"))
+        _assert_png(str(out / f"tflops_{tag}.png"))
+    assert DEVICE in proc.stdout  # table printed too
+
+
+def test_no_gpu_exits_2():
+    proc = _run(["--quick"])
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "no CUDA GPU" in proc.stderr
+    assert "--from-json" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_table_marks_gqa_expanded():
+    data = _synthetic()
+    r = _find(data, "sdpa_efficient", "bf16", True, 320)
+    r["gqa_expanded"] = True
+    md = bench.make_tables(data)["bench_bf16_causal"]
+    assert _row(md, "SDPA EA")[0] == f"{r['tflops']:.1f}{bench.EXPAND_MARK}"
+    assert "pre-expanded" in md
+    # speedup still computed from the numbers
+    ours = _find(data, "ffpa_l1", "bf16", True, 320)
+    assert _row(md, "FFPA L1 speedup vs SDPA EA")[0] == f"{ours['tflops'] / r['tflops']:.2f}x"

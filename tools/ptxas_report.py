@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Turn the `-Xptxas -v` lines of a build log into a markdown table: kernel, arch, registers,
+spills, stack. Used by scripts/gpu_check.sh to write the README's resource table."""
+import re
+import sys
+
+ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")
+FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+REGS = re.compile(r"Used (\d+) registers")
+TRAITS = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)ENS_4TileILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E")
+DT = {"6__half": "fp16", "13__nv_bfloat16": "bf16"}
+
+
+def main(path):
+    rows, cur, frame = [], None, None
+    for line in open(path, errors="replace"):
+        if m := ENTRY.search(line):
+            cur, frame = m.groups(), None
+        elif cur and (m := FRAME.search(line)):
+            frame = tuple(int(x) for x in m.groups())
+        elif cur and frame and (m := REGS.search(line)):
+            t = TRAITS.search(cur[0])
+            if t:
+                dt, d, dv, lvl, wm, wn, bn, cd = t.groups()
+                rows.append((f"L{lvl}", DT.get(dt, dt), int(d), cur[1], 16 * int(wm), int(bn), 32 * int(wm) * int(wn),
+                             int(m.group(1)), frame))
+            cur = None
+    print("| level | dtype | D | arch | Br | Bc | threads | registers | spill st/ld (B) | stack (B) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for lvl, dt, d, arch, br, bc, th, regs, (stack, st, ld) in sorted(set(rows)):
+        flag = " SPILL" if st or ld else ""
+        print(f"| {lvl} | {dt} | {d} | {arch} | {br} | {bc} | {th} | {regs} | {st}/{ld}{flag} | {stack} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
