@@ -23,6 +23,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import warnings
@@ -61,8 +62,22 @@ FAIL_MARK = "!"
 EXPAND_MARK = "*"
 
 
+_VARIANT = re.compile(r"^(ffpa_l[123])_s([1-4])$")
+
+
+def split_variant(kernel: str):
+    """'ffpa_l1_s3' -> ('ffpa_l1', 3): a level forced to a pipeline depth; else (kernel, None)."""
+    m = _VARIANT.match(kernel)
+    return (m.group(1), int(m.group(2))) if m else (kernel, None)
+
+
+def base_kernel(kernel: str) -> str:
+    return split_variant(kernel)[0]
+
+
 def label(kernel: str) -> str:
-    return LABELS.get(kernel, kernel)
+    base, stages = split_variant(kernel)
+    return LABELS.get(base, base) + (f" ({stages} stages)" if stages else "")
 
 
 def is_sdpa(kernel: str) -> bool:
@@ -123,7 +138,7 @@ def fmt_err(x) -> str:
 def _kernel_order(kernels):
     known = SDPA_KERNELS + OUR_KERNELS
     ks = list(dict.fromkeys(kernels))
-    return sorted(ks, key=lambda k: (known.index(k) if k in known else len(known), k))
+    return sorted(ks, key=lambda k: (known.index(base_kernel(k)) if base_kernel(k) in known else len(known), k))
 
 
 def _shape_key(r):
@@ -406,6 +421,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from-json", default=None, metavar="FILE",
                    help="no GPU work: load results JSON and regenerate tables/plots")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stages", type=int, nargs="+", choices=[1, 2, 3, 4], default=None,
+                   help="also time each requested FFPA level forced to these pipeline depths "
+                        "(kernels named ffpa_l1_s2, ...)")
     return p
 
 
@@ -453,7 +471,10 @@ def main(argv=None) -> int:
         return 0
 
     args = resolve_args(args)
-    unknown = [k for k in args.kernels if k not in SDPA_KERNELS + OUR_KERNELS]
+    if args.stages:  # forced pipeline depths: ffpa_lX_sN variants of every requested level
+        args.kernels = list(args.kernels) + [f"{k}_s{n}" for k in args.kernels if _VARIANT.match(f"{k}_s1")
+                                             for n in args.stages]
+    unknown = [k for k in args.kernels if base_kernel(k) not in SDPA_KERNELS + OUR_KERNELS]
     if unknown:
         return _die(f"unknown kernel(s) {unknown}; choose from {SDPA_KERNELS + OUR_KERNELS}")
     if args.H % args.Hkv != 0:
@@ -566,10 +587,11 @@ def _make_fn(kernel, q, k, v, causal, gqa, ffpa):
                                                       enable_gqa=gqa)
         return fn
     levels = {"ffpa_l1": 1, "ffpa_l2": 2, "ffpa_l3": 3}
-    if kernel in levels:
-        lvl = levels[kernel]
+    base, stages = split_variant(kernel)
+    if base in levels:
+        lvl = levels[base]
         return lambda: ffpa.forward(q, k, v, is_causal=causal, enable_gqa=gqa,
-                                    strict=True, level=lvl)
+                                    strict=True, level=lvl, num_stages=stages)
     if kernel == "fa2":
         return lambda: ffpa.forward(q, k, v, is_causal=causal, enable_gqa=gqa,
                                     strict=True, level=None)
@@ -664,7 +686,7 @@ def run_gpu(args) -> int:
     timer, timer_desc = _get_timer(args.warmup, args.iters)
 
     ffpa, info, note = (None, None, "")
-    if any(k in OUR_KERNELS for k in args.kernels):
+    if any(base_kernel(k) in OUR_KERNELS for k in args.kernels):
         ffpa, info, note = _build_info()
     if note:
         print(f"note: {note}", file=sys.stderr)
@@ -673,11 +695,11 @@ def run_gpu(args) -> int:
 
     kernels = []
     for kname in args.kernels:
-        if kname in OUR_KERNELS:
+        if base_kernel(kname) in OUR_KERNELS:
             if ffpa is None:
                 print(f"note: skipping {kname}: ffpa_attn unavailable", file=sys.stderr)
                 continue
-            if kname != "ffpa_auto" and families is not None and kname not in families:
+            if kname != "ffpa_auto" and families is not None and base_kernel(kname) not in families:
                 print(f"note: skipping {kname}: not in this build "
                       f"(families={sorted(families)})", file=sys.stderr)
                 continue
@@ -737,7 +759,7 @@ def run_gpu(args) -> int:
                         skip(kname, dt, D, causal, f"fa2 only for D <= {FA2_MAX_D}")
                         prog.update(desc + " (skip)")
                         continue
-                    hd = head_dims.get(kname)
+                    hd = head_dims.get(base_kernel(kname))
                     if hd and D not in set(int(x) for x in hd):
                         skip(kname, dt, D, causal, "head dim not in build_info")
                         prog.update(desc + " (skip)")

@@ -264,11 +264,13 @@ def strides_ok(t: Tensor) -> bool:
 
     Works on fake tensors, i.e. under torch.compile.
     """
-    if t.stride(-1) != 1:
+    st = t.stride()
+    if st[-1] != 1:
         return False
     es = t.element_size()
-    for i in range(t.dim() - 1):
-        if t.size(i) != 1 and (t.stride(i) * es) % _VEC_BYTES != 0:
+    sh = t.shape
+    for i in range(len(st) - 1):
+        if sh[i] != 1 and (st[i] * es) % _VEC_BYTES != 0:
             return False
     return True
 

@@ -58,8 +58,9 @@ _AUTOCAST_CASTS = (torch.float16, torch.bfloat16, torch.float32)
 
 # Fallback reasons already warned about (see reset_fallback_warnings()).
 _warned_reasons: set = set()
-# CUDA device index -> (major, minor); a plain dict so dynamo can read it.
-_capability_cache: dict = {}
+# Plain dicts keyed by CUDA device index (dynamo reads them; only eager code writes):
+_capability_cache: dict = {}  # -> (major, minor)
+_env_reason_cache: dict = {}  # -> why the device cannot run the kernels, or None
 
 
 # ============================================================================ helpers
@@ -77,7 +78,7 @@ def _err_prefix() -> str:
 
 def _check_bool(name: str, value: object) -> None:
     # SDPA: "argument 'is_causal' must be bool, not int" (also for numpy/tensor bools).
-    if not isinstance(value, bool):
+    if type(value) is not bool:
         raise FFPATypeError(
             f"{_err_prefix()}argument '{name}' must be a bool, got {_tname(value)} ({value!r})"
         )
@@ -102,6 +103,8 @@ def _as_float(name: str, value: object) -> float:
 def _check_choice(name: str, value: object, allowed: tuple, allow_none: bool, kind: type) -> None:
     if value is None and allow_none:
         return
+    if type(value) is kind and value in allowed:  # fast path (also excludes bool for int)
+        return
     shown = ("None, " if allow_none else "") + ", ".join(repr(a) for a in allowed)
     ok_type = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
     if not ok_type:
@@ -109,10 +112,7 @@ def _check_choice(name: str, value: object, allowed: tuple, allow_none: bool, ki
             f"{_err_prefix()}argument '{name}' must be one of {shown}, "
             f"got {_tname(value)} ({value!r})"
         )
-    if value not in allowed:
-        raise FFPAValueError(
-            f"{_err_prefix()}argument '{name}' must be one of {shown}, got {value!r}"
-        )
+    raise FFPAValueError(f"{_err_prefix()}argument '{name}' must be one of {shown}, got {value!r}")
 
 
 def _broadcast(a: Tuple, b: Tuple) -> Optional[Tuple]:
@@ -167,43 +167,53 @@ def _validate(
             )
 
     # -- dtypes: floating point and all equal (after autocast's cast, as SDPA sees them).
-    qdt = _effective_dtype(query.dtype, autocast)
+    qdt = query.dtype if autocast is None else _effective_dtype(query.dtype, autocast)
     if not qdt.is_floating_point:
         raise FFPATypeError(
             f"{p}argument 'query' must be a floating-point tensor "
             f"(float16, bfloat16, float32 or float64), got dtype {query.dtype}"
         )
     for name, t in qkv[1:]:
-        if _effective_dtype(t.dtype, autocast) != qdt:
+        tdt = t.dtype if autocast is None else _effective_dtype(t.dtype, autocast)
+        if tdt != qdt:
             raise FFPATypeError(
                 f"{p}argument '{name}' must have the same dtype as query ({query.dtype}), "
                 f"got {t.dtype}"
             )
 
     # -- devices
+    qdev = query.device
     for name, t in qkv[1:]:
-        if t.device != query.device:
+        if t.device != qdev:
             raise FFPAValueError(
-                f"{p}argument '{name}' must be on the same device as query ({query.device}), "
+                f"{p}argument '{name}' must be on the same device as query ({qdev}), "
                 f"got {t.device}"
             )
 
     # -- sizes
-    E = query.shape[-1]
-    if key.shape[-1] != E:
+    qsh, ksh, vsh = query.shape, key.shape, value.shape
+    E = qsh[-1]
+    if ksh[-1] != E:
         raise FFPAValueError(
             f"{p}argument 'key' must have the same head_dim E as query: expected "
-            f"key.shape[-1] == {E}, got {key.shape[-1]} (query {_shape(query)}, key {_shape(key)})"
+            f"key.shape[-1] == {E}, got {ksh[-1]} (query {_shape(query)}, key {_shape(key)})"
         )
-    if value.shape[-2] != key.shape[-2]:
+    if vsh[-2] != ksh[-2]:
         raise FFPAValueError(
             f"{p}argument 'value' must have the same sequence length S as key: expected "
-            f"value.shape[-2] == {key.shape[-2]}, got {value.shape[-2]} "
+            f"value.shape[-2] == {ksh[-2]}, got {vsh[-2]} "
             f"(key {_shape(key)}, value {_shape(value)})"
         )
 
-    k_lead = tuple(key.shape[:-2])
-    v_lead = tuple(value.shape[:-2])
+    q_lead = tuple(qsh[:-2])
+    k_lead = tuple(ksh[:-2])
+    v_lead = tuple(vsh[:-2])
+    if q_lead == k_lead and k_lead == v_lead and not enable_gqa:  # common case: no broadcast
+        scores_shape = q_lead + (qsh[-2], ksh[-2])
+        out_shape = q_lead + (qsh[-2], vsh[-1])
+        if attn_mask is not None:
+            attn_mask = _validate_mask(query, attn_mask, is_causal, qdt, autocast, scores_shape)
+        return attn_mask, qdt, out_shape
     if enable_gqa:
         for name, t in qkv:
             if t.dim() < 3:
@@ -223,7 +233,7 @@ def _validate(
         k_lead = k_lead[:-1] + (hq,)
         v_lead = v_lead[:-1] + (hq,)
 
-    scores_lead = _broadcast(tuple(query.shape[:-2]), k_lead)
+    scores_lead = _broadcast(q_lead, k_lead)
     if scores_lead is None:
         hint = ""
         if (
@@ -249,8 +259,19 @@ def _validate(
     L, S = query.shape[-2], key.shape[-2]
     scores_shape = scores_lead + (L, S)
     out_shape = out_lead + (L, value.shape[-1])
+    return _validate_mask(query, attn_mask, is_causal, qdt, autocast, scores_shape), qdt, out_shape
 
-    # -- mask
+
+def _validate_mask(
+    query: Tensor,
+    attn_mask: Optional[Tensor],
+    is_causal: bool,
+    qdt: torch.dtype,
+    autocast: Optional[torch.dtype],
+    scores_shape: Tuple,
+) -> Optional[Tensor]:
+    """Raise for a mask SDPA rejects; return it normalized to >= 2-D."""
+    p = _err_prefix()
     if attn_mask is not None:
         if attn_mask.dtype != torch.bool:
             mdt = _effective_dtype(attn_mask.dtype, autocast)
@@ -279,15 +300,11 @@ def _validate(
                 "(SDPA: 'Explicit attn_mask should not be set when is_causal=True'); "
                 "got an attn_mask and is_causal=True"
             )
-
-    return attn_mask, qdt, out_shape
+    return attn_mask
 
 
 # ============================================================================ routing
-def _cuda_capability(device: torch.device) -> Tuple[int, int]:
-    index = device.index
-    if index is None:
-        index = torch.cuda.current_device()
+def _cuda_capability(index: int) -> Tuple[int, int]:
     cap = _capability_cache.get(index)
     if cap is None:
         props = torch.cuda.get_device_properties(index)
@@ -336,13 +353,11 @@ def _build_runs_on(major: int, minor: int) -> bool:
     )
 
 
-def _environment_reason(device: torch.device) -> Optional[str]:
-    """Why this device cannot run the FFPA kernels (``None`` when it can)."""
-    if device.type != "cuda":
-        return f"inputs are on '{device.type}'; the FFPA kernels are CUDA-only"
+def _cuda_environment_reason(index: int) -> Optional[str]:
+    """Why CUDA device ``index`` cannot run the FFPA kernels (``None`` when it can)."""
     if not _ops.extension_available():
         return f"the ffpa_attn._C extension is not available ({_ops.import_error()})"
-    major, minor = _cuda_capability(device)
+    major, minor = _cuda_capability(index)
     if major < 8:
         return f"compute capability {major}.{minor} < 8.0; the FFPA kernels need sm_80 or newer"
     if not _build_runs_on(major, minor):
@@ -352,6 +367,21 @@ def _environment_reason(device: torch.device) -> Optional[str]:
             f"(SASS for {', '.join(_ops.built_archs())}; PTX for {ptx})"
         )
     return None
+
+
+def _environment_reason(device: torch.device) -> Optional[str]:
+    """Why this device cannot run the FFPA kernels (``None`` when it can)."""
+    if device.type != "cuda":
+        return f"inputs are on '{device.type}'; the FFPA kernels are CUDA-only"
+    index = device.index
+    if index is None:
+        index = torch.cuda.current_device()
+    if index in _env_reason_cache:
+        return _env_reason_cache[index]
+    reason = _cuda_environment_reason(index)
+    if not torch.compiler.is_compiling():
+        _env_reason_cache[index] = reason
+    return reason
 
 
 def _kernel_reason(
@@ -385,19 +415,20 @@ def _kernel_reason(
         return "inputs require grad; the FFPA kernels are forward-only"
     if query.numel() == 0 or key.numel() == 0 or value.numel() == 0:
         return "zero-size input"
-    E = query.shape[-1]
-    if value.shape[-1] != E:
+    qsh, ksh, vsh = query.shape, key.shape, value.shape
+    E = qsh[-1]
+    if vsh[-1] != E:
         return "value head dim Ev differs from query/key head dim E"
-    nd = query.dim()
-    if key.dim() != nd or value.dim() != nd:
+    nd = len(qsh)
+    if len(ksh) != nd or len(vsh) != nd:
         return "query, key and value have different numbers of dimensions (broadcast)"
-    if query.shape[:-3] != key.shape[:-3] or query.shape[:-3] != value.shape[:-3]:
+    if qsh[:-3] != ksh[:-3] or qsh[:-3] != vsh[:-3]:
         return "query, key and value have different batch dimensions (broadcast)"
     if nd >= 3:
-        hq, hk = query.shape[-3], key.shape[-3]
-        if value.shape[-3] != hk:
+        hq, hk = qsh[-3], ksh[-3]
+        if vsh[-3] != hk:
             return "key and value have different numbers of heads"
-        if False:
+        if hq % hk != 0:
             return "query heads broadcast against more key/value heads"
         if hq > _MAX_HEADS:
             return f"more than {_MAX_HEADS} query heads"
@@ -482,10 +513,12 @@ def _run_kernel(
         out, lse = _ops.ffpa_fwd(
             _ops.realign(q4), _ops.realign(k4), _ops.realign(v4), scale, is_causal, lvl, stages
         )
-    out = out.reshape(out_shape)
+    if query.dim() != 4:
+        out = out.reshape(out_shape)
+        lse = lse.reshape(out_shape[:-1])
     if not return_lse:
         return out
-    return out, lse.reshape(out_shape[:-1])
+    return out, lse
 
 
 def _reference_scores(
@@ -619,12 +652,16 @@ def forward(
     _check_bool("enable_gqa", enable_gqa)
     _check_bool("return_lse", return_lse)
     _check_bool("strict", strict)
-    dropout_p = _as_float("dropout_p", dropout_p)
-    if scale is not None:
+    if type(dropout_p) is not float:
+        dropout_p = _as_float("dropout_p", dropout_p)
+    if scale is not None and type(scale) is not float:
         scale = _as_float("scale", scale)
-    _check_choice("level", level, _LEVELS, True, int)
-    _check_choice("acc", acc, _ACCS, False, str)
-    _check_choice("num_stages", num_stages, _NUM_STAGES, True, int)
+    if level is not None:
+        _check_choice("level", level, _LEVELS, True, int)
+    if type(acc) is not str or acc != "auto":
+        _check_choice("acc", acc, _ACCS, False, str)
+    if num_stages is not None:
+        _check_choice("num_stages", num_stages, _NUM_STAGES, True, int)
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
             raise FFPATypeError(

@@ -11,7 +11,6 @@
 
 import math
 import warnings
-from typing import Optional
 
 import pytest
 import torch
@@ -547,14 +546,15 @@ MOCK_HEAD_DIMS = frozenset({8, 16, 32})
 
 @pytest.fixture
 def mock_kernel(monkeypatch):
-    """Pretend CPU is a supported device, the extension is built for head dims 8/16/32,
-    and route the op to the mock."""
+    """Pretend CPU is a supported device and the extension is built for fp16/bf16 and head
+    dims 8/16/32 (whatever the real build in the checkout has), and route the op to the mock."""
 
     def mocked(q, k, v, scale, is_causal, level=0, num_stages=0):
         return torch.ops.ffpa_attn_test.ffpa_fwd(q, k, v, scale, is_causal, level, num_stages)
 
     monkeypatch.setattr(_ops, "ffpa_fwd", mocked)
     monkeypatch.setattr(_ops, "_L1_HEAD_DIMS", MOCK_HEAD_DIMS)
+    monkeypatch.setattr(_ops, "_DTYPES", frozenset({"float16", "bfloat16"}))
     monkeypatch.setattr(interface, "_environment_reason", lambda device: None)
     MOCK_CALLS.clear()
     torch._dynamo.reset()
@@ -716,7 +716,9 @@ def test_environment_reasons(monkeypatch):
     cuda = torch.device("cuda", 0)
     monkeypatch.setattr(_ops, "_OP", None)
     monkeypatch.setattr(_ops, "_IMPORT_ERROR", "ModuleNotFoundError: x")
+    monkeypatch.setattr(interface, "_env_reason_cache", {})
     assert "not available" in interface._environment_reason(cuda)
+    assert interface._env_reason_cache == {0: interface._environment_reason(cuda)}  # cached
 
     monkeypatch.setattr(_ops, "_OP", object())
     monkeypatch.setattr(_ops, "_ARCHS", ("80", "89", "90a"))
@@ -724,6 +726,7 @@ def test_environment_reasons(monkeypatch):
 
     def cap(c):
         monkeypatch.setattr(interface, "_capability_cache", {0: c})
+        monkeypatch.setattr(interface, "_env_reason_cache", {})
         return interface._environment_reason(cuda)
 
     assert "7.5" in cap((7, 5))
@@ -813,6 +816,19 @@ def test_kernel_path_compile_dynamic(mock_kernel, gen):
         q = rn(gen, 2, 4, L, 16, dtype=torch.bfloat16)
         k, v = rn(gen, 2, 2, S, 16, dtype=torch.bfloat16), rn(gen, 2, 2, S, 16, dtype=torch.bfloat16)
         torch.testing.assert_close(fn(q, k, v), ffpa_attn.forward(q, k, v, enable_gqa=True), atol=0, rtol=0)
+
+
+def test_kernel_path_compile_scalar_arguments(mock_kernel, gen):
+    # scale / dropout_p passed into the compiled function (dynamo may trace them symbolically)
+    def fn(q, k, v, scale, p):
+        return ffpa_attn.forward(q, k, v, scale=scale, dropout_p=p, return_lse=True)
+
+    q, k, v = (rn(gen, 1, 2, 9, 16, dtype=torch.bfloat16) for _ in range(3))
+    cf = torch.compile(fn, fullgraph=True, backend="aot_eager", dynamic=True)
+    for scale in (0.3, 0.7):
+        got, expected = cf(q, k, v, scale, 0.0), fn(q, k, v, scale, 0.0)
+        torch.testing.assert_close(got, expected, atol=0, rtol=0)
+    assert [c["scale"] for c in MOCK_CALLS] == pytest.approx([0.3, 0.3, 0.7, 0.7])
 
 
 # ===================================================================== fake kernel

@@ -11,7 +11,7 @@ RuntimeError/TypeError (not our class, no argument name) or silently run.
 """
 
 import zlib
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 import pytest
 import torch
