@@ -17,25 +17,36 @@ namespace ffpa::ops {
 
 namespace {
 
+// Numbers in messages go through std::to_string (snprintf), never std::ostream's numeric
+// insertion: with the GPU machine's g++ (/opt/gcc) ostream-formatted integers inside this
+// extension crashed while TORCH_CHECK built its message, while strings were fine.
+std::string num(int64_t x) { return std::to_string(x); }
+std::string num(double x) { return std::to_string(x); }
+std::string shape(at::IntArrayRef sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
 launch::DType to_dtype(at::ScalarType t) {
   return t == at::kHalf ? launch::DType::kFloat16 : launch::DType::kBFloat16;
 }
 
 void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q) {
-  TORCH_CHECK(t.is_cuda(), "ffpa_fwd: `", name, "` must be a CUDA tensor, got device ", t.device());
-  TORCH_CHECK(t.device() == q.device(), "ffpa_fwd: `", name, "` must be on ", q.device(), " like `query`, got ",
-              t.device());
+  TORCH_CHECK(t.is_cuda(), "ffpa_fwd: `", name, "` must be a CUDA tensor, got device ", t.device().str());
+  TORCH_CHECK(t.device() == q.device(), "ffpa_fwd: `", name, "` must be on ", q.device().str(), " like `query`, got ",
+              t.device().str());
   TORCH_CHECK(t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16, "ffpa_fwd: `", name,
               "` must be float16 or bfloat16, got ", t.scalar_type());
   TORCH_CHECK(t.scalar_type() == q.scalar_type(), "ffpa_fwd: `", name, "` must have the dtype of `query` (",
               q.scalar_type(), "), got ", t.scalar_type());
-  TORCH_CHECK(t.dim() == expect_dim, "ffpa_fwd: `", name, "` must be ", expect_dim,
-              "-D (batch, heads, seq, head_dim), got ", t.dim(), "-D with shape ", t.sizes());
+  TORCH_CHECK(t.dim() == expect_dim, "ffpa_fwd: `", name, "` must be ", num(expect_dim),
+              "-D (batch, heads, seq, head_dim), got ", num(t.dim()), "-D with shape ", shape(t.sizes()));
   TORCH_CHECK(t.stride(-1) == 1, "ffpa_fwd: `", name, "` must have a contiguous last dimension (stride 1), got stride ",
-              t.stride(-1));
+              num(t.stride(-1)));
   for (int d = 0; d < 3; ++d)
-    TORCH_CHECK(t.size(d) <= 1 || t.stride(d) % 8 == 0, "ffpa_fwd: `", name, "` stride of dim ", d,
-                " must be a multiple of 8 elements for 16-byte loads, got ", t.stride(d));
+    TORCH_CHECK(t.size(d) <= 1 || t.stride(d) % 8 == 0, "ffpa_fwd: `", name, "` stride of dim ", num(int64_t{d}),
+                " must be a multiple of 8 elements for 16-byte loads, got ", num(t.stride(d)));
   TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "ffpa_fwd: `", name,
               "` data pointer must be 16-byte aligned");
 }
@@ -49,24 +60,25 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
   check_qkv(v, "value", 4, q);
   const int64_t B = q.size(0), Hq = q.size(1), L = q.size(2), D = q.size(3);
   const int64_t Hkv = k.size(1), S = k.size(2), Dv = v.size(3);
-  TORCH_CHECK(k.size(0) == B && v.size(0) == B, "ffpa_fwd: batch of `key` (", k.size(0), ") and `value` (",
-              v.size(0), ") must equal the batch of `query` (", B, ")");
-  TORCH_CHECK(k.size(3) == D, "ffpa_fwd: head dim of `key` must equal that of `query` (", D, "), got ", k.size(3));
+  TORCH_CHECK(k.size(0) == B && v.size(0) == B, "ffpa_fwd: batch of `key` (", num(k.size(0)), ") and `value` (",
+              num(v.size(0)), ") must equal the batch of `query` (", num(B), ")");
+  TORCH_CHECK(k.size(3) == D, "ffpa_fwd: head dim of `key` must equal that of `query` (", num(D), "), got ", num(k.size(3)));
   TORCH_CHECK(v.size(1) == Hkv && v.size(2) == S, "ffpa_fwd: `value` must have the heads and length of `key` (",
-              Hkv, ", ", S, "), got (", v.size(1), ", ", v.size(2), ")");
-  TORCH_CHECK(Hkv >= 1 && Hq % Hkv == 0, "ffpa_fwd: query heads (", Hq, ") must be a multiple of key/value heads (",
-              Hkv, ")");
-  TORCH_CHECK(S >= 1, "ffpa_fwd: `key` must have at least one position, got length ", S);
-  TORCH_CHECK(std::isfinite(scale), "ffpa_fwd: `scale` must be finite, got ", scale);
-  TORCH_CHECK(level == 0 || level == 1, "ffpa_fwd: `level` must be 0 (auto) or 1 in this build, got ", level);
+              num(Hkv), ", ", num(S), "), got (", num(v.size(1)), ", ", num(v.size(2)), ")");
+  TORCH_CHECK(Hkv >= 1 && Hq % Hkv == 0, "ffpa_fwd: query heads (", num(Hq), ") must be a multiple of key/value heads (",
+              num(Hkv), ")");
+  TORCH_CHECK(S >= 1, "ffpa_fwd: `key` must have at least one position, got length ", num(S));
+  TORCH_CHECK(std::isfinite(scale), "ffpa_fwd: `scale` must be finite, got ", num(scale));
+  TORCH_CHECK(level == 0 || level == 1, "ffpa_fwd: `level` must be 0 (auto) or 1 in this build, got ", num(level));
   TORCH_CHECK(num_stages >= 0 && num_stages <= 4, "ffpa_fwd: `num_stages` must be 0 (auto) or 1..4, got ",
-              num_stages);
+              num(num_stages));
   TORCH_CHECK(B <= INT32_MAX && Hq <= 65535 && L <= INT32_MAX && S <= INT32_MAX,
-              "ffpa_fwd: sizes out of range: batch ", B, ", heads ", Hq, " (at most 65535), L ", L, ", S ", S);
+              "ffpa_fwd: sizes out of range: batch ", num(B), ", heads ", num(Hq), " (at most 65535), L ", num(L),
+              ", S ", num(S));
   const int lvl = level == 0 ? 1 : static_cast<int>(level);
   const launch::DType dtype = to_dtype(q.scalar_type());
   TORCH_CHECK(launch::ffpa_fwd_compiled(dtype, lvl, static_cast<int>(D), static_cast<int>(Dv)),
-              "ffpa_fwd: head dims (", D, ", ", Dv, ") for ", q.scalar_type(), " at level ", lvl,
+              "ffpa_fwd: head dims (", num(D), ", ", num(Dv), ") for ", q.scalar_type(), " at level ", num(int64_t{lvl}),
               " are not compiled into this build (see ffpa_attn.build_info())");
 
   // Output follows the layout of `query`: a BLHD view in gives a BLHD-backed output.
@@ -104,8 +116,9 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
   TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: no launch configuration: ", cudaGetErrorString(err));
   int smem_limit = 0;
   cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, q.get_device());
-  TORCH_CHECK(info.smem_bytes <= smem_limit, "ffpa_fwd: `num_stages`=", info.num_stages, " needs ",
-              info.smem_bytes, " bytes of shared memory per block, the device allows ", smem_limit);
+  TORCH_CHECK(info.smem_bytes <= smem_limit, "ffpa_fwd: `num_stages`=", num(int64_t{info.num_stages}), " needs ",
+              num(int64_t{info.smem_bytes}), " bytes of shared memory per block, the device allows ",
+              num(int64_t{smem_limit}));
 
   err = launch::ffpa_fwd(dtype, lvl, p, at::cuda::getCurrentCUDAStream(q.get_device()).stream());
   TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: kernel launch failed: ", cudaGetErrorString(err));
