@@ -14,18 +14,32 @@ enum class Level : int { kL1 = 1 };
 //   P@V   : warp (wm, wn) owns O rows [16*wm, +16) and, in every kChunkD-wide slice of the head
 //           dim, columns [wn*kChunkD/kWarpsN, +kChunkD/kWarpsN)
 // chunk_d is the head-dim slice staged per pipeline step (a multiple of the 16-wide MMA k).
-template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_>
+// q_resident keeps the block's whole Q tile in shared memory, loaded once, instead of streaming
+// it with every K slice: a third less L2 traffic per KV tile, at the price of Br x D x 2 bytes of
+// shared memory (so no longer O(1) in D; a tuning variant, not the L1 default).
+template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_, bool kQResident_ = false>
 struct Tile {
   static constexpr int warps_m = kWarpsM_;
   static constexpr int warps_n = kWarpsN_;
   static constexpr int block_n = kBlockN_;
   static constexpr int chunk_d = kChunkD_;
+  static constexpr bool q_resident = kQResident_;
 };
 
-// The tile table for L1 (O accumulator in registers): per-thread O registers are
-// Dv / (2 * warps_n), so wider head dims spread O over more warps along N.
+// The tile table for L1 (O accumulator in registers: per-thread O registers are
+// Dv / (2 * warps_n), so wide heads use Br = 32 and spread O over 4 warps along N).
+// Per head dim, the fastest spill-free tile measured by tools/tune_l1.cu on an H200
+// (2026-11-21, bf16, B=1 H=32 N=8192; numbers in docs/tuning_l1.md). Larger Bc and chunk_d
+// mean more MMAs per barrier, which is what this kernel's speed follows. D=448 and 768 have
+// faster tiles that spill a few registers (Bc=128: +35% at 448); they are left out for now.
 template <int kHeadDimV>
-using L1Tile = typename std::conditional<(kHeadDimV <= 512), Tile<4, 2, 64, 64>, Tile<2, 4, 64, 64>>::type;
+using L1Tile = std::conditional_t<
+    (kHeadDimV == 320 || kHeadDimV == 384), Tile<4, 2, 128, 64>,
+    std::conditional_t<
+        (kHeadDimV == 512), Tile<4, 2, 64, 128>,
+        std::conditional_t<(kHeadDimV <= 512), Tile<4, 2, 64, 64>,
+                           std::conditional_t<(kHeadDimV == 640 || kHeadDimV == 896), Tile<2, 4, 128, 128>,
+                                              Tile<2, 4, 128, 64>>>>>;
 
 template <typename Element_, int kHeadDim_, int kHeadDimV_, Level kLevel_, typename Cfg>
 struct FfpaTraits {
@@ -40,6 +54,7 @@ struct FfpaTraits {
   static constexpr int kBlockM = 16 * kWarpsM;
   static constexpr int kBlockN = Cfg::block_n;
   static constexpr int kChunkD = Cfg::chunk_d;
+  static constexpr bool kQResident = Cfg::q_resident;
 
   static constexpr int kChunksQK = kHeadDim / kChunkD;    // pipeline steps of Q@K^T per KV tile
   static constexpr int kChunksV = kHeadDimV / kChunkD;    // pipeline steps of P@V per KV tile
@@ -50,16 +65,20 @@ struct FfpaTraits {
   static constexpr int kKStepsQK = kChunkD / 16;          // MMA k-steps per Q@K^T chunk
   static constexpr int kKStepsPV = kBlockN / 16;          // MMA k-steps per P@V chunk
 
-  // Shared memory: a ring of kStages buffers, each holding either a (Q, K) slice pair or a V
-  // slice, then the P tile and the cross-warp row-statistics exchange. None of it depends on D.
+  // Shared memory: [resident Q, if kQResident] then a ring of kStages buffers, each holding a
+  // (Q, K) slice pair (K alone when Q is resident) or a V slice, then the P tile and the
+  // cross-warp row-statistics exchange. Without kQResident none of it depends on D.
   static constexpr int kQSliceBytes = kBlockM * kChunkD * 2;
   static constexpr int kKSliceBytes = kBlockN * kChunkD * 2;
   static constexpr int kVSliceBytes = kBlockN * kChunkD * 2;
-  static constexpr int kStageBytes =
-      kQSliceBytes + kKSliceBytes > kVSliceBytes ? kQSliceBytes + kKSliceBytes : kVSliceBytes;
+  static constexpr int kQKItemBytes = (kQResident ? 0 : kQSliceBytes) + kKSliceBytes;
+  static constexpr int kStageBytes = kQKItemBytes > kVSliceBytes ? kQKItemBytes : kVSliceBytes;
+  static constexpr int kQResidentBytes = kQResident ? kChunksQK * kQSliceBytes : 0;
   static constexpr int kPBytes = kBlockM * kBlockN * 2;
   static constexpr int kRedBytes = kWarpsN * kBlockM * 4;
-  static constexpr int smem_bytes(int stages) { return stages * kStageBytes + kPBytes + kRedBytes; }
+  static constexpr int smem_bytes(int stages) {
+    return kQResidentBytes + stages * kStageBytes + kPBytes + kRedBytes;
+  }
 
   static_assert(kHeadDim % kChunkD == 0 && kHeadDimV % kChunkD == 0,
                 "head dims must be multiples of the staged slice width");

@@ -66,6 +66,7 @@ struct FfpaFwd {
     int num_items;
     int num_stages;
     uint32_t smem_base;  // shared address of stage 0
+    uint32_t q_smem;     // shared address of the resident Q tile (kQResident)
   };
 
   // ---- loads -------------------------------------------------------------------------------
@@ -101,9 +102,12 @@ struct FfpaFwd {
     const uint32_t dst = stage_addr(b, t);
     const int n0 = j * kBlockN;
     if (c < kChunksQK) {
-      load_slice<QTile, kBlockM>(dst, b.q, b.q_row_stride, b.rows_q, c, tid);
-      load_slice<KTile, kBlockN>(dst + Traits::kQSliceBytes, b.k + n0 * b.k_row_stride,
-                                 b.k_row_stride, b.len_kv - n0, c, tid);
+      uint32_t k_dst = dst;
+      if constexpr (!Traits::kQResident) {
+        load_slice<QTile, kBlockM>(dst, b.q, b.q_row_stride, b.rows_q, c, tid);
+        k_dst += Traits::kQSliceBytes;
+      }
+      load_slice<KTile, kBlockN>(k_dst, b.k + n0 * b.k_row_stride, b.k_row_stride, b.len_kv - n0, c, tid);
     } else {
       load_slice<VTile, kBlockN>(dst, b.v + n0 * b.v_row_stride, b.v_row_stride, b.len_kv - n0,
                                  c - kChunksQK, tid);
@@ -160,10 +164,11 @@ struct FfpaFwd {
     b.num_kv_tiles = (kv_end + kBlockN - 1) / kBlockN;
     b.num_items = b.num_kv_tiles * kItemsPerTile;
     b.num_stages = p.num_stages;
-    b.smem_base = ptx::smem_u32addr(smem);
+    b.q_smem = ptx::smem_u32addr(smem);
+    b.smem_base = b.q_smem + Traits::kQResidentBytes;
 
     const uint32_t p_smem = b.smem_base + p.num_stages * Traits::kStageBytes;
-    float* red = reinterpret_cast<float*>(smem + p.num_stages * Traits::kStageBytes +
+    float* red = reinterpret_cast<float*>(smem + Traits::kQResidentBytes + p.num_stages * Traits::kStageBytes +
                                           Traits::kPBytes);  // [kWarpsN][kBlockM]
 
     // Rows this thread owns in the softmax state: r = 0 -> row g, r = 1 -> row g + 8.
@@ -177,6 +182,14 @@ struct FfpaFwd {
 #pragma unroll
         for (int e = 0; e < 4; ++e) o_acc[c][n][e] = 0.f;
 
+    // Resident Q: every slice, one group committed before the ring's, so the first acquire
+    // (which waits for item 0) also waits for it: groups complete in order.
+    if constexpr (Traits::kQResident) {
+#pragma unroll 1
+      for (int c = 0; c < kChunksQK; ++c)
+        load_slice<QTile, kBlockM>(b.q_smem + c * Traits::kQSliceBytes, b.q, b.q_row_stride, b.rows_q, c, tid);
+      ptx::cp_async_commit_group();
+    }
     // Prologue: fill num_stages - 1 buffers.
     if (b.num_stages > 1) {
       for (int s = 0; s < b.num_stages - 1; ++s) {
@@ -198,8 +211,8 @@ struct FfpaFwd {
 #pragma unroll 1
       for (int c = 0; c < kChunksQK; ++c, ++t) {
         acquire(b, t, tid);
-        const uint32_t q_smem = stage_addr(b, t);
-        const uint32_t k_smem = q_smem + Traits::kQSliceBytes;
+        const uint32_t q_smem = Traits::kQResident ? b.q_smem + c * Traits::kQSliceBytes : stage_addr(b, t);
+        const uint32_t k_smem = Traits::kQResident ? stage_addr(b, t) : q_smem + Traits::kQSliceBytes;
 #pragma unroll
         for (int ks = 0; ks < Traits::kKStepsQK; ++ks) {
           uint32_t a[4];

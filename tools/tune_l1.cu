@@ -1,0 +1,149 @@
+// Stand-alone tile/pipeline sweep of the FFPA forward kernel family (no torch): builds several
+// Tile variants of one head dim, checks each against the first variant's output on random
+// inputs, and prints TFLOPS from CUDA-event medians. For choosing the tile table, not for users.
+//
+//   nvcc -std=c++17 -O3 -Icsrc -Icsrc/include -gencode=arch=compute_90a,code=sm_90a \
+//        -o /tmp/tune_l1 tools/tune_l1.cu && /tmp/tune_l1 [N] [H]
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "ffpa/ffpa_traits.h"
+#include "ffpa/kernels/ffpa_fwd_sm80.cuh"
+
+using Elem = __nv_bfloat16;
+#define CK(x)                                                                          \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+__global__ void fill_random(Elem* x, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 16, h *= 0x7feb352du, h ^= h >> 15, h *= 0x846ca68bu, h ^= h >> 16;
+    x[i] = __float2bfloat16((h & 0xffffff) / float(0x1000000) * 2.f - 1.f);
+  }
+}
+
+__global__ void max_abs_diff(const Elem* a, const Elem* b, int64_t n, float* out) {
+  float m = 0.f;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const float d = fabsf(__bfloat162float(a[i]) - __bfloat162float(b[i]));
+    m = (d == d) ? fmaxf(m, d) : INFINITY;
+  }
+  atomicMax(reinterpret_cast<int*>(out), __float_as_int(m));  // non-negative floats order as ints
+}
+
+struct Problem {
+  int B, H, N, D;
+  bool causal;
+  Elem *q, *k, *v;
+};
+
+template <int D, typename Cfg>
+void variant(const char* name, const Problem& pr, int stages, Elem* out, Elem* ref, bool is_ref) {
+  using Traits = ffpa::FfpaTraits<Elem, D, D, ffpa::Level::kL1, Cfg>;
+  auto kernel = ffpa::attn::ffpa_fwd_kernel<Traits>;
+  const int smem = Traits::smem_bytes(stages);
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  ffpa::FwdParams p{};
+  p.q = pr.q, p.k = pr.k, p.v = pr.v, p.o = out, p.lse = nullptr;
+  const int64_t row = D, head = (int64_t)pr.N * D, batch = head * pr.H;
+  p.q_batch_stride = p.k_batch_stride = p.v_batch_stride = p.o_batch_stride = batch;
+  p.q_head_stride = p.k_head_stride = p.v_head_stride = p.o_head_stride = head;
+  p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = row;
+  p.batch = pr.B, p.heads_q = pr.H, p.heads_kv = pr.H, p.len_q = pr.N, p.len_kv = pr.N;
+  p.head_dim = D, p.head_dim_v = D;
+  p.scale = 1.f / std::sqrt((float)D), p.scale_log2 = p.scale * 1.4426950408889634f;
+  p.is_causal = pr.causal, p.num_stages = stages;
+  const dim3 grid((pr.N + Traits::kBlockM - 1) / Traits::kBlockM, pr.H, pr.B);
+  cudaFuncAttributes attr;
+  CK(cudaFuncGetAttributes(&attr, kernel));
+  kernel<<<grid, Traits::kThreads, smem>>>(p);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  float diff = 0.f;
+  if (!is_ref) {
+    float* d_diff;
+    CK(cudaMalloc(&d_diff, 4));
+    CK(cudaMemset(d_diff, 0, 4));
+    max_abs_diff<<<264, 256>>>(out, ref, (int64_t)pr.B * pr.H * pr.N * D, d_diff);
+    CK(cudaMemcpy(&diff, d_diff, 4, cudaMemcpyDeviceToHost));
+    CK(cudaFree(d_diff));
+  }
+  std::vector<float> ms;
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < 12; ++i) {
+    CK(cudaEventRecord(a));
+    kernel<<<grid, Traits::kThreads, smem>>>(p);
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float t;
+    CK(cudaEventElapsedTime(&t, a, b));
+    if (i >= 2) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double t = ms[ms.size() / 2];
+  double flops = 4.0 * pr.B * pr.H * (double)pr.N * pr.N * D;
+  if (pr.causal) flops = flops * (pr.N + 1) / (2.0 * pr.N);
+  std::printf("D=%4d %-34s stages=%d Br=%3d Bc=%3d thr=%3d regs=%3d local=%3d smem=%6d  %7.3f ms  %6.1f TFLOPS  maxdiff=%.2e\n",
+              D, name, stages, Traits::kBlockM, Traits::kBlockN, Traits::kThreads, attr.numRegs,
+              (int)attr.localSizeBytes, smem, t, flops / t / 1e9, diff);
+}
+
+template <int D>
+void sweep(int N, int H, bool causal) {
+  Problem pr{1, H, N, D, causal, nullptr, nullptr, nullptr};
+  const int64_t n = (int64_t)pr.B * H * N * D;
+  CK(cudaMalloc(&pr.q, n * 2));
+  CK(cudaMalloc(&pr.k, n * 2));
+  CK(cudaMalloc(&pr.v, n * 2));
+  Elem *out, *ref;
+  CK(cudaMalloc(&out, n * 2));
+  CK(cudaMalloc(&ref, n * 2));
+  fill_random<<<1024, 256>>>(pr.q, n, 1u);
+  fill_random<<<1024, 256>>>(pr.k, n, 2u);
+  fill_random<<<1024, 256>>>(pr.v, n, 3u);
+  using namespace ffpa;
+  // Candidates for the O(1)-shared-memory L1 tile table (kQResident variants measured +8%).
+  if constexpr (D <= 512) {
+    variant<D, Tile<4, 2, 64, 64>>("base 4x2 Bc64 c64", pr, 3, ref, ref, true);
+    variant<D, Tile<4, 2, 128, 64>>("base 4x2 Bc128 c64", pr, 3, out, ref, false);
+    variant<D, Tile<4, 2, 128, 64>>("base 4x2 Bc128 c64", pr, 2, out, ref, false);
+    if constexpr (D % 128 == 0) {
+      variant<D, Tile<4, 2, 64, 128>>("base 4x2 Bc64 c128", pr, 3, out, ref, false);
+      variant<D, Tile<4, 2, 128, 128>>("base 4x2 Bc128 c128", pr, 2, out, ref, false);
+    }
+  } else {
+    variant<D, Tile<2, 4, 64, 64>>("base 2x4 Bc64 c64", pr, 3, ref, ref, true);
+    variant<D, Tile<2, 4, 128, 64>>("base 2x4 Bc128 c64", pr, 3, out, ref, false);
+    variant<D, Tile<2, 4, 128, 64>>("base 2x4 Bc128 c64", pr, 4, out, ref, false);
+    if constexpr (D % 128 == 0) variant<D, Tile<2, 4, 128, 128>>("base 2x4 Bc128 c128", pr, 2, out, ref, false);
+  }
+  CK(cudaFree(pr.q));
+  CK(cudaFree(pr.k));
+  CK(cudaFree(pr.v));
+  CK(cudaFree(out));
+  CK(cudaFree(ref));
+}
+
+int main(int argc, char** argv) {
+  const int N = argc > 1 ? std::atoi(argv[1]) : 8192;
+  const int H = argc > 2 ? std::atoi(argv[2]) : 32;
+  sweep<320>(N, H, false);
+  sweep<448>(N, H, false);
+  sweep<512>(N, H, false);
+  sweep<640>(N, H, false);
+  sweep<1024>(N, H, false);
+  return 0;
+}
