@@ -22,14 +22,14 @@ def main(path):
             t = TRAITS.search(cur[0])
             if t:
                 dt, d, dv, lvl, wm, wn, bn, cd = t.groups()
-                rows.append((f"L{lvl}", DT.get(dt, dt), int(d), cur[1], 16 * int(wm), int(bn), 32 * int(wm) * int(wn),
-                             int(m.group(1)), frame))
+                rows.append((f"L{lvl}", DT.get(dt, dt), int(d), cur[1], 16 * int(wm), int(bn), int(cd),
+                             32 * int(wm) * int(wn), int(m.group(1)), frame))
             cur = None
-    print("| level | dtype | D | arch | Br | Bc | threads | registers | spill st/ld (B) | stack (B) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for lvl, dt, d, arch, br, bc, th, regs, (stack, st, ld) in sorted(set(rows)):
+    print("| level | dtype | D | arch | Br | Bc | chunk | threads | registers | spill st/ld (B) | stack (B) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for lvl, dt, d, arch, br, bc, cd, th, regs, (stack, st, ld) in sorted(set(rows)):
         flag = " SPILL" if st or ld else ""
-        print(f"| {lvl} | {dt} | {d} | {arch} | {br} | {bc} | {th} | {regs} | {st}/{ld}{flag} | {stack} |")
+        print(f"| {lvl} | {dt} | {d} | {arch} | {br} | {bc} | {cd} | {th} | {regs} | {st}/{ld}{flag} | {stack} |")
 
 
 if __name__ == "__main__":
