@@ -1,4 +1,6 @@
 """``ffpa_attn.forward``: a drop-in for ``torch.nn.functional.scaled_dot_product_attention``.
+Owns the entry point, the kernel call, the torch-SDPA fallback (with LSE), the one-time
+fallback warnings and SDPA patching; validation lives in _validate, routing in _routing.
 
 The call is validated exactly like SDPA validates it (same misuse -> an exception;
 our classes also derive from what SDPA raises), then routed:
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 import warnings
 from typing import Iterator, Optional, Tuple, Union
 
@@ -23,9 +24,22 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from . import _ops
+from ._routing import _kernel_reason
+from ._validate import (
+    _ACCS,
+    _LEVELS,
+    _NUM_STAGES,
+    _as_float,
+    _autocast_dtype,
+    _check_bool,
+    _check_choice,
+    _effective_dtype,
+    _err_prefix,
+    _tname,
+    _validate,
+)
 from .errors import (
     FFPAFallbackWarning,
-    FFPAIndexError,
     FFPATypeError,
     FFPAUnsupportedError,
     FFPAValueError,
@@ -45,403 +59,9 @@ __all__ = [
 # fallback must never recurse into a patched wrapper (ours or anybody else's).
 _SDPA = torch._C._nn.scaled_dot_product_attention
 
-_LEVELS = (1, 2, 3)
-_BUILT_LEVELS = (1,)
-_ACCS = ("auto", "fp32", "fp16", "mixed")
-_BUILT_ACCS = ("auto", "fp32")
-_NUM_STAGES = (1, 2, 3, 4)
-_MAX_HEADS = 65535  # grid limit of the kernels
-_KERNEL_DTYPES = (torch.float16, torch.bfloat16)
-_DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}  # as in build_info()
-_AUTOCAST_DEVICE_TYPES = ("cuda", "cpu")
-_AUTOCAST_CASTS = (torch.float16, torch.bfloat16, torch.float32)
-
+# ================================================================== fallback warnings
 # Fallback reasons already warned about (see reset_fallback_warnings()).
 _warned_reasons: set = set()
-# Plain dicts keyed by CUDA device index (dynamo reads them; only eager code writes):
-_capability_cache: dict = {}  # -> (major, minor)
-_env_reason_cache: dict = {}  # -> why the device cannot run the kernels, or None
-
-
-# ============================================================================ helpers
-def _tname(x: object) -> str:
-    return type(x).__name__
-
-
-def _shape(t: Tensor) -> Tuple[int, ...]:
-    return tuple(t.shape)
-
-
-def _err_prefix() -> str:
-    return "ffpa_attn.forward(): "
-
-
-def _check_bool(name: str, value: object) -> None:
-    # SDPA: "argument 'is_causal' must be bool, not int" (also for numpy/tensor bools).
-    if type(value) is not bool:
-        raise FFPATypeError(
-            f"{_err_prefix()}argument '{name}' must be a bool, got {_tname(value)} ({value!r})"
-        )
-
-
-def _as_float(name: str, value: object) -> float:
-    # SDPA accepts Python/numpy reals and 0-dim tensors that do not require grad.
-    if type(value) in (float, int, bool):
-        return float(value)
-    if isinstance(value, Tensor):
-        if value.dim() == 0 and not value.requires_grad and not value.is_complex():
-            return float(value.item())
-        raise FFPATypeError(
-            f"{_err_prefix()}argument '{name}' must be a float, got a Tensor of shape "
-            f"{_shape(value)} (requires_grad={value.requires_grad}, dtype={value.dtype})"
-        )
-    if isinstance(value, numbers.Real):
-        return float(value)
-    raise FFPATypeError(f"{_err_prefix()}argument '{name}' must be a float, got {_tname(value)}")
-
-
-def _check_choice(name: str, value: object, allowed: tuple, allow_none: bool, kind: type) -> None:
-    if value is None and allow_none:
-        return
-    if type(value) is kind and value in allowed:  # fast path (also excludes bool for int)
-        return
-    shown = ("None, " if allow_none else "") + ", ".join(repr(a) for a in allowed)
-    ok_type = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-    if not ok_type:
-        raise FFPATypeError(
-            f"{_err_prefix()}argument '{name}' must be one of {shown}, "
-            f"got {_tname(value)} ({value!r})"
-        )
-    raise FFPAValueError(f"{_err_prefix()}argument '{name}' must be one of {shown}, got {value!r}")
-
-
-def _broadcast(a: Tuple, b: Tuple) -> Optional[Tuple]:
-    """numpy-style broadcast of two shapes, ``None`` when incompatible."""
-    n = max(len(a), len(b))
-    a = (1,) * (n - len(a)) + tuple(a)
-    b = (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for x, y in zip(a, b):
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        else:
-            return None
-    return tuple(out)
-
-
-def _autocast_dtype(device_type: str) -> Optional[torch.dtype]:
-    if device_type in _AUTOCAST_DEVICE_TYPES and torch.is_autocast_enabled(device_type):
-        return torch.get_autocast_dtype(device_type)
-    return None
-
-
-def _effective_dtype(dtype: torch.dtype, autocast: Optional[torch.dtype]) -> torch.dtype:
-    # Under autocast SDPA receives fp16/bf16/fp32 tensors already cast (fp64 is not cast).
-    if autocast is not None and dtype in _AUTOCAST_CASTS:
-        return autocast
-    return dtype
-
-
-# ========================================================================= validation
-def _validate(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    attn_mask: Optional[Tensor],
-    is_causal: bool,
-    enable_gqa: bool,
-    autocast: Optional[torch.dtype],
-) -> Tuple[Optional[Tensor], torch.dtype, Tuple]:
-    """Raise for every misuse SDPA rejects; return (normalized mask, dtype, out shape)."""
-    p = _err_prefix()
-    qkv = (("query", query), ("key", key), ("value", value))
-
-    # -- rank: SDPA wants (..., L, E) / (..., S, E) / (..., S, Ev), i.e. >= 2-D.
-    for name, t in qkv:
-        if t.dim() < 2:
-            raise FFPAValueError(
-                f"{p}argument '{name}' must have at least 2 dimensions (..., seq_len, head_dim), "
-                f"got a {t.dim()}-D tensor of shape {_shape(t)}"
-            )
-
-    # -- dtypes: floating point and all equal (after autocast's cast, as SDPA sees them).
-    qdt = query.dtype if autocast is None else _effective_dtype(query.dtype, autocast)
-    if not qdt.is_floating_point:
-        raise FFPATypeError(
-            f"{p}argument 'query' must be a floating-point tensor "
-            f"(float16, bfloat16, float32 or float64), got dtype {query.dtype}"
-        )
-    for name, t in qkv[1:]:
-        tdt = t.dtype if autocast is None else _effective_dtype(t.dtype, autocast)
-        if tdt != qdt:
-            raise FFPATypeError(
-                f"{p}argument '{name}' must have the same dtype as query ({query.dtype}), "
-                f"got {t.dtype}"
-            )
-
-    # -- devices
-    qdev = query.device
-    for name, t in qkv[1:]:
-        if t.device != qdev:
-            raise FFPAValueError(
-                f"{p}argument '{name}' must be on the same device as query ({qdev}), "
-                f"got {t.device}"
-            )
-
-    # -- sizes
-    qsh, ksh, vsh = query.shape, key.shape, value.shape
-    E = qsh[-1]
-    if ksh[-1] != E:
-        raise FFPAValueError(
-            f"{p}argument 'key' must have the same head_dim E as query: expected "
-            f"key.shape[-1] == {E}, got {ksh[-1]} (query {_shape(query)}, key {_shape(key)})"
-        )
-    if vsh[-2] != ksh[-2]:
-        raise FFPAValueError(
-            f"{p}argument 'value' must have the same sequence length S as key: expected "
-            f"value.shape[-2] == {ksh[-2]}, got {vsh[-2]} "
-            f"(key {_shape(key)}, value {_shape(value)})"
-        )
-
-    q_lead = tuple(qsh[:-2])
-    k_lead = tuple(ksh[:-2])
-    v_lead = tuple(vsh[:-2])
-    if q_lead == k_lead and k_lead == v_lead and not enable_gqa:  # common case: no broadcast
-        scores_shape = q_lead + (qsh[-2], ksh[-2])
-        out_shape = q_lead + (qsh[-2], vsh[-1])
-        if attn_mask is not None:
-            attn_mask = _validate_mask(query, attn_mask, is_causal, qdt, autocast, scores_shape)
-        return attn_mask, qdt, out_shape
-    if enable_gqa:
-        for name, t in qkv:
-            if t.dim() < 3:
-                raise FFPAIndexError(
-                    f"{p}enable_gqa=True needs a heads dimension: argument '{name}' must be at "
-                    f"least 3-D (..., heads, seq_len, head_dim), got shape {_shape(t)}"
-                )
-        hq = query.shape[-3]
-        for name, t in qkv[1:]:
-            h = t.shape[-3]
-            if h == 0 or hq % h != 0:
-                raise FFPAValueError(
-                    f"{p}enable_gqa=True requires the number of query heads to be a multiple "
-                    f"of the number of {name} heads: got {hq} query heads and {h} {name} heads"
-                )
-        # SDPA repeat_interleaves key/value heads up to Hq.
-        k_lead = k_lead[:-1] + (hq,)
-        v_lead = v_lead[:-1] + (hq,)
-
-    scores_lead = _broadcast(q_lead, k_lead)
-    if scores_lead is None:
-        hint = ""
-        if (
-            not enable_gqa
-            and query.dim() >= 3
-            and key.dim() >= 3
-            and key.shape[-3] not in (0, 1)
-            and query.shape[-3] != key.shape[-3]
-            and query.shape[-3] % key.shape[-3] == 0
-        ):
-            hint = "; for grouped-query attention pass enable_gqa=True"
-        raise FFPAValueError(
-            f"{p}argument 'key' has batch/head dims {tuple(key.shape[:-2])} that do not "
-            f"broadcast with query's {tuple(query.shape[:-2])} "
-            f"(query {_shape(query)}, key {_shape(key)}){hint}"
-        )
-    out_lead = _broadcast(scores_lead, v_lead)
-    if out_lead is None:
-        raise FFPAValueError(
-            f"{p}argument 'value' has batch/head dims {tuple(value.shape[:-2])} that do not "
-            f"broadcast with those of query/key {scores_lead} (value {_shape(value)})"
-        )
-    L, S = query.shape[-2], key.shape[-2]
-    scores_shape = scores_lead + (L, S)
-    out_shape = out_lead + (L, value.shape[-1])
-    return _validate_mask(query, attn_mask, is_causal, qdt, autocast, scores_shape), qdt, out_shape
-
-
-def _validate_mask(
-    query: Tensor,
-    attn_mask: Optional[Tensor],
-    is_causal: bool,
-    qdt: torch.dtype,
-    autocast: Optional[torch.dtype],
-    scores_shape: Tuple,
-) -> Optional[Tensor]:
-    """Raise for a mask SDPA rejects; return it normalized to >= 2-D."""
-    p = _err_prefix()
-    if attn_mask is not None:
-        if attn_mask.dtype != torch.bool:
-            mdt = _effective_dtype(attn_mask.dtype, autocast)
-            if not mdt.is_floating_point or mdt not in (torch.float32, qdt):
-                raise FFPATypeError(
-                    f"{p}argument 'attn_mask' must be a bool tensor or a float tensor of "
-                    f"dtype torch.float32 or query's dtype ({qdt}), got {attn_mask.dtype}"
-                )
-        if attn_mask.device != query.device:
-            raise FFPAValueError(
-                f"{p}argument 'attn_mask' must be on the same device as query "
-                f"({query.device}), got {attn_mask.device}"
-            )
-        if attn_mask.dim() < 2:
-            # Broadcasting prepends 1s anyway; SDPA's math path accepts this, its CPU
-            # flash path raises IndexError, so normalize instead of passing it through.
-            attn_mask = attn_mask.reshape((1,) * (2 - attn_mask.dim()) + _shape(attn_mask))
-        if _broadcast(_shape(attn_mask), scores_shape) != scores_shape:
-            raise FFPAValueError(
-                f"{p}argument 'attn_mask' must be broadcastable to the attention-weight shape "
-                f"{scores_shape} (..., L, S), got shape {_shape(attn_mask)}"
-            )
-        if is_causal:
-            raise FFPAValueError(
-                f"{p}arguments 'attn_mask' and 'is_causal' are mutually exclusive "
-                "(SDPA: 'Explicit attn_mask should not be set when is_causal=True'); "
-                "got an attn_mask and is_causal=True"
-            )
-    return attn_mask
-
-
-# ============================================================================ routing
-def _cuda_capability(index: int) -> Tuple[int, int]:
-    cap = _capability_cache.get(index)
-    if cap is None:
-        props = torch.cuda.get_device_properties(index)
-        cap = (props.major, props.minor)
-        if not torch.compiler.is_compiling():
-            _capability_cache[index] = cap
-    return cap
-
-
-def _parse_arch(arch: str) -> Optional[Tuple[int, int, str]]:
-    """"80" / "sm_90a" / "compute_100f" -> (major, minor, suffix); None if unparsable."""
-    a = arch.strip().lower()
-    for prefix in ("sm_", "compute_"):
-        if a.startswith(prefix):
-            a = a[len(prefix):]
-    suffix = a[-1:] if a[-1:] in ("a", "f") else ""
-    digits = a[: len(a) - len(suffix)]
-    if len(digits) < 2 or not digits.isdigit():
-        return None
-    return int(digits[:-1]), int(digits[-1]), suffix
-
-
-def _arch_runs_on(arch: str, major: int, minor: int, ptx: bool = False) -> bool:
-    """Can code built for ``arch`` run on a device of compute capability major.minor?
-
-    SASS: same major and minor <= the device's ("a": that exact chip only; "f": the
-    family).  PTX: JIT-compiled on any device at least as new ("a": exact chip only).
-    """
-    parsed = _parse_arch(arch)
-    if parsed is None:
-        return False
-    am, an, suffix = parsed
-    if suffix == "a":
-        return (am, an) == (major, minor)
-    if ptx and suffix == "":
-        return (major, minor) >= (am, an)
-    return am == major and an <= minor
-
-
-def _build_runs_on(major: int, minor: int) -> bool:
-    archs = _ops.built_archs()
-    if not archs:  # the build did not say: trust it
-        return True
-    return any(_arch_runs_on(a, major, minor) for a in archs) or any(
-        _arch_runs_on(a, major, minor, ptx=True) for a in _ops.built_ptx_archs()
-    )
-
-
-def _cuda_environment_reason(index: int) -> Optional[str]:
-    """Why CUDA device ``index`` cannot run the FFPA kernels (``None`` when it can)."""
-    if not _ops.extension_available():
-        return f"the ffpa_attn._C extension is not available ({_ops.import_error()})"
-    major, minor = _cuda_capability(index)
-    if major < 8:
-        return f"compute capability {major}.{minor} < 8.0; the FFPA kernels need sm_80 or newer"
-    if not _build_runs_on(major, minor):
-        ptx = ", ".join(_ops.built_ptx_archs()) or "none"
-        return (
-            f"this build has no kernels for sm_{major}{minor} "
-            f"(SASS for {', '.join(_ops.built_archs())}; PTX for {ptx})"
-        )
-    return None
-
-
-def _environment_reason(device: torch.device) -> Optional[str]:
-    """Why this device cannot run the FFPA kernels (``None`` when it can)."""
-    if device.type != "cuda":
-        return f"inputs are on '{device.type}'; the FFPA kernels are CUDA-only"
-    index = device.index
-    if index is None:
-        index = torch.cuda.current_device()
-    if index in _env_reason_cache:
-        return _env_reason_cache[index]
-    reason = _cuda_environment_reason(index)
-    if not torch.compiler.is_compiling():
-        _env_reason_cache[index] = reason
-    return reason
-
-
-def _kernel_reason(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    attn_mask: Optional[Tensor],
-    dropout_p: float,
-    scale: Optional[float],
-    dtype: torch.dtype,
-    level: Optional[int],
-    acc: str,
-) -> Optional[str]:
-    """Why the FFPA kernel cannot run this (validated) call, ``None`` when it can."""
-    if level is not None and level not in _BUILT_LEVELS:
-        return f"level={level} (FFPA L{level}) is not in this build yet"
-    if acc not in _BUILT_ACCS:
-        return f"acc={acc!r} is not in this build yet"
-    env = _environment_reason(query.device)
-    if env is not None:
-        return env
-    if attn_mask is not None:
-        return "attn_mask is not supported by the FFPA kernels"
-    if dropout_p > 0.0:
-        return "dropout_p > 0 is not supported by the FFPA kernels"
-    if scale is not None and not (-math.inf < scale < math.inf):
-        return "a non-finite scale is not supported by the FFPA kernels"
-    if torch.is_grad_enabled() and (
-        query.requires_grad or key.requires_grad or value.requires_grad
-    ):
-        return "inputs require grad; the FFPA kernels are forward-only"
-    if query.numel() == 0 or key.numel() == 0 or value.numel() == 0:
-        return "zero-size input"
-    qsh, ksh, vsh = query.shape, key.shape, value.shape
-    E = qsh[-1]
-    if vsh[-1] != E:
-        return "value head dim Ev differs from query/key head dim E"
-    nd = len(qsh)
-    if len(ksh) != nd or len(vsh) != nd:
-        return "query, key and value have different numbers of dimensions (broadcast)"
-    if qsh[:-3] != ksh[:-3] or qsh[:-3] != vsh[:-3]:
-        return "query, key and value have different batch dimensions (broadcast)"
-    if nd >= 3:
-        hq, hk = qsh[-3], ksh[-3]
-        if vsh[-3] != hk:
-            return "key and value have different numbers of heads"
-        if hq % hk != 0:
-            return "query heads broadcast against more key/value heads"
-        if hq > _MAX_HEADS:
-            return f"more than {_MAX_HEADS} query heads"
-    if dtype not in _KERNEL_DTYPES:
-        return f"dtype {dtype} is not supported; the FFPA kernels take float16/bfloat16"
-    dtypes = _ops.built_dtypes()
-    if dtypes and _DTYPE_NAMES.get(dtype) not in dtypes:
-        return f"dtype {dtype} is not compiled in this build (compiled: {', '.join(sorted(dtypes))})"
-    head_dims = _ops.l1_head_dims()
-    if E not in head_dims:
-        shown = ", ".join(str(d) for d in sorted(head_dims)) or "none"
-        return f"head dim {E} is not compiled in this build (compiled: {shown})"
-    return None
 
 
 def _fallback_notice(reason: str, strict: bool) -> None:

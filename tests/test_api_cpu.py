@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import ffpa_attn
-from ffpa_attn import FFPAFallbackWarning, FFPAUnsupportedError, _ops, interface
+from ffpa_attn import FFPAFallbackWarning, FFPAUnsupportedError, _ops, _routing
 
 # The builtin, immune to patching.
 SDPA = torch._C._nn.scaled_dot_product_attention
@@ -555,7 +555,7 @@ def mock_kernel(monkeypatch):
     monkeypatch.setattr(_ops, "ffpa_fwd", mocked)
     monkeypatch.setattr(_ops, "_L1_HEAD_DIMS", MOCK_HEAD_DIMS)
     monkeypatch.setattr(_ops, "_DTYPES", frozenset({"float16", "bfloat16"}))
-    monkeypatch.setattr(interface, "_environment_reason", lambda device: None)
+    monkeypatch.setattr(_routing, "_environment_reason", lambda device: None)
     MOCK_CALLS.clear()
     torch._dynamo.reset()
     yield MOCK_CALLS
@@ -712,22 +712,22 @@ def test_routing_fallback_reasons(mock_kernel, case, record):
 
 def test_environment_reasons(monkeypatch):
     cpu = torch.device("cpu")
-    assert "CUDA-only" in interface._environment_reason(cpu)
+    assert "CUDA-only" in _routing._environment_reason(cpu)
     cuda = torch.device("cuda", 0)
     monkeypatch.setattr(_ops, "_OP", None)
     monkeypatch.setattr(_ops, "_IMPORT_ERROR", "ModuleNotFoundError: x")
-    monkeypatch.setattr(interface, "_env_reason_cache", {})
-    assert "not available" in interface._environment_reason(cuda)
-    assert interface._env_reason_cache == {0: interface._environment_reason(cuda)}  # cached
+    monkeypatch.setattr(_routing, "_env_reason_cache", {})
+    assert "not available" in _routing._environment_reason(cuda)
+    assert _routing._env_reason_cache == {0: _routing._environment_reason(cuda)}  # cached
 
     monkeypatch.setattr(_ops, "_OP", object())
     monkeypatch.setattr(_ops, "_ARCHS", ("80", "89", "90a"))
     monkeypatch.setattr(_ops, "_PTX_ARCHS", ("80",))
 
     def cap(c):
-        monkeypatch.setattr(interface, "_capability_cache", {0: c})
-        monkeypatch.setattr(interface, "_env_reason_cache", {})
-        return interface._environment_reason(cuda)
+        monkeypatch.setattr(_routing, "_capability_cache", {0: c})
+        monkeypatch.setattr(_routing, "_env_reason_cache", {})
+        return _routing._environment_reason(cuda)
 
     assert "7.5" in cap((7, 5))
     assert cap((8, 0)) is None and cap((8, 6)) is None  # sm_80 SASS runs on sm_86
@@ -755,7 +755,7 @@ def test_default_ptx_arch_is_the_lowest_target():
     ("90", (8, 9), True, False), ("90a", (10, 0), True, False), ("90a", (9, 0), True, True),
 ])
 def test_arch_compatibility(arch, cap, ptx, ok):
-    assert interface._arch_runs_on(arch, *cap, ptx=ptx) is ok
+    assert _routing._arch_runs_on(arch, *cap, ptx=ptx) is ok
 
 
 def test_routing_dtype_not_compiled(mock_kernel, monkeypatch, gen, record):

@@ -1,0 +1,165 @@
+"""Routing for ``ffpa_attn.forward``: can the FFPA kernel run a validated call on this
+device and build (``_kernel_reason`` returns why not, or ``None``)? Plain Python on tensor
+metadata and cached device facts, so it traces under ``torch.compile(fullgraph=True)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _ops
+
+_BUILT_LEVELS = (1,)
+_BUILT_ACCS = ("auto", "fp32")
+_MAX_HEADS = 65535  # grid limit of the kernels
+_KERNEL_DTYPES = (torch.float16, torch.bfloat16)
+_DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}  # as in build_info()
+
+# Plain dicts keyed by CUDA device index (dynamo reads them; only eager code writes):
+_capability_cache: dict = {}  # -> (major, minor)
+_env_reason_cache: dict = {}  # -> why the device cannot run the kernels, or None
+
+
+def _cuda_capability(index: int) -> Tuple[int, int]:
+    cap = _capability_cache.get(index)
+    if cap is None:
+        props = torch.cuda.get_device_properties(index)
+        cap = (props.major, props.minor)
+        if not torch.compiler.is_compiling():
+            _capability_cache[index] = cap
+    return cap
+
+
+def _parse_arch(arch: str) -> Optional[Tuple[int, int, str]]:
+    """"80" / "sm_90a" / "compute_100f" -> (major, minor, suffix); None if unparsable."""
+    a = arch.strip().lower()
+    for prefix in ("sm_", "compute_"):
+        if a.startswith(prefix):
+            a = a[len(prefix):]
+    suffix = a[-1:] if a[-1:] in ("a", "f") else ""
+    digits = a[: len(a) - len(suffix)]
+    if len(digits) < 2 or not digits.isdigit():
+        return None
+    return int(digits[:-1]), int(digits[-1]), suffix
+
+
+def _arch_runs_on(arch: str, major: int, minor: int, ptx: bool = False) -> bool:
+    """Can code built for ``arch`` run on a device of compute capability major.minor?
+
+    SASS: same major and minor <= the device's ("a": that exact chip only; "f": the
+    family).  PTX: JIT-compiled on any device at least as new ("a": exact chip only).
+    """
+    parsed = _parse_arch(arch)
+    if parsed is None:
+        return False
+    am, an, suffix = parsed
+    if suffix == "a":
+        return (am, an) == (major, minor)
+    if ptx and suffix == "":
+        return (major, minor) >= (am, an)
+    return am == major and an <= minor
+
+
+def _build_runs_on(major: int, minor: int) -> bool:
+    archs = _ops.built_archs()
+    if not archs:  # the build did not say: trust it
+        return True
+    return any(_arch_runs_on(a, major, minor) for a in archs) or any(
+        _arch_runs_on(a, major, minor, ptx=True) for a in _ops.built_ptx_archs()
+    )
+
+
+def _cuda_environment_reason(index: int) -> Optional[str]:
+    """Why CUDA device ``index`` cannot run the FFPA kernels (``None`` when it can)."""
+    if not _ops.extension_available():
+        return f"the ffpa_attn._C extension is not available ({_ops.import_error()})"
+    major, minor = _cuda_capability(index)
+    if major < 8:
+        return f"compute capability {major}.{minor} < 8.0; the FFPA kernels need sm_80 or newer"
+    if not _build_runs_on(major, minor):
+        ptx = ", ".join(_ops.built_ptx_archs()) or "none"
+        return (
+            f"this build has no kernels for sm_{major}{minor} "
+            f"(SASS for {', '.join(_ops.built_archs())}; PTX for {ptx})"
+        )
+    return None
+
+
+def _environment_reason(device: torch.device) -> Optional[str]:
+    """Why this device cannot run the FFPA kernels (``None`` when it can)."""
+    if device.type != "cuda":
+        return f"inputs are on '{device.type}'; the FFPA kernels are CUDA-only"
+    index = device.index
+    if index is None:
+        index = torch.cuda.current_device()
+    if index in _env_reason_cache:
+        return _env_reason_cache[index]
+    reason = _cuda_environment_reason(index)
+    if not torch.compiler.is_compiling():
+        _env_reason_cache[index] = reason
+    return reason
+
+
+def _kernel_reason(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Optional[Tensor],
+    dropout_p: float,
+    scale: Optional[float],
+    dtype: torch.dtype,
+    level: Optional[int],
+    acc: str,
+) -> Optional[str]:
+    """Why the FFPA kernel cannot run this (validated) call, ``None`` when it can."""
+    if level is not None and level not in _BUILT_LEVELS:
+        return f"level={level} (FFPA L{level}) is not in this build yet"
+    if acc not in _BUILT_ACCS:
+        return f"acc={acc!r} is not in this build yet"
+    env = _environment_reason(query.device)
+    if env is not None:
+        return env
+    if attn_mask is not None:
+        return "attn_mask is not supported by the FFPA kernels"
+    if dropout_p > 0.0:
+        return "dropout_p > 0 is not supported by the FFPA kernels"
+    if scale is not None and not (-math.inf < scale < math.inf):
+        return "a non-finite scale is not supported by the FFPA kernels"
+    if torch.is_grad_enabled() and (
+        query.requires_grad or key.requires_grad or value.requires_grad
+    ):
+        return "inputs require grad; the FFPA kernels are forward-only"
+    if query.numel() == 0 or key.numel() == 0 or value.numel() == 0:
+        return "zero-size input"
+    qsh, ksh, vsh = query.shape, key.shape, value.shape
+    E = qsh[-1]
+    if vsh[-1] != E:
+        return "value head dim Ev differs from query/key head dim E"
+    nd = len(qsh)
+    if len(ksh) != nd or len(vsh) != nd:
+        return "query, key and value have different numbers of dimensions (broadcast)"
+    if qsh[:-3] != ksh[:-3] or qsh[:-3] != vsh[:-3]:
+        return "query, key and value have different batch dimensions (broadcast)"
+    if nd >= 3:
+        hq, hk = qsh[-3], ksh[-3]
+        if vsh[-3] != hk:
+            return "key and value have different numbers of heads"
+        if hq % hk != 0:
+            return "query heads broadcast against more key/value heads"
+        if hq > _MAX_HEADS:
+            return f"more than {_MAX_HEADS} query heads"
+    if dtype not in _KERNEL_DTYPES:
+        return f"dtype {dtype} is not supported; the FFPA kernels take float16/bfloat16"
+    dtypes = _ops.built_dtypes()
+    if dtypes and _DTYPE_NAMES.get(dtype) not in dtypes:
+        return f"dtype {dtype} is not compiled in this build (compiled: {', '.join(sorted(dtypes))})"
+    head_dims = _ops.l1_head_dims()
+    if E not in head_dims:
+        shown = ", ".join(str(d) for d in sorted(head_dims)) or "none"
+        return f"head dim {E} is not compiled in this build (compiled: {shown})"
+    return None
+
