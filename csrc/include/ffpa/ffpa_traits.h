@@ -29,7 +29,7 @@ struct Tile {
 // The tile table for L1 (O accumulator in registers: per-thread O registers are
 // Dv / (2 * warps_n), so wide heads use Br = 32 and spread O over 4 warps along N).
 // Per head dim, the fastest spill-free tile measured by tools/tune_l1.cu on an H200
-// (2026-11-21, bf16, B=1 H=32 N=8192; numbers in docs/tuning_l1.md). Larger Bc and chunk_d
+// (2026-11-21, bf16, B=1 H=32 N=8192; numbers in docs/tuning_l1.md, runs 2 and 3). Larger Bc and chunk_d
 // mean more MMAs per barrier, which is what this kernel's speed follows. D=448 and 768 have
 // faster tiles that spill a few registers (Bc=128: +35% at 448); they are left out for now.
 template <int kHeadDimV>
@@ -37,9 +37,15 @@ using L1Tile = std::conditional_t<
     (kHeadDimV == 320 || kHeadDimV == 384), Tile<4, 2, 128, 64>,
     std::conditional_t<
         (kHeadDimV == 512), Tile<4, 2, 64, 128>,
-        std::conditional_t<(kHeadDimV <= 512), Tile<4, 2, 64, 64>,
-                           std::conditional_t<(kHeadDimV == 640 || kHeadDimV == 896), Tile<2, 4, 128, 128>,
-                                              Tile<2, 4, 128, 64>>>>>;
+        std::conditional_t<
+            (kHeadDimV <= 512), Tile<4, 2, 64, 64>,
+            std::conditional_t<
+                (kHeadDimV == 576), Tile<2, 4, 128, 192>,
+                std::conditional_t<
+                    (kHeadDimV == 640 || kHeadDimV == 896), Tile<2, 4, 128, 128>,
+                    std::conditional_t<(kHeadDimV == 768 || kHeadDimV == 960), Tile<2, 4, 64, 192>,
+                                       std::conditional_t<(kHeadDimV == 1024), Tile<2, 4, 64, 256>,
+                                                          Tile<2, 4, 128, 64>>>>>>>>;
 
 template <typename Element_, int kHeadDim_, int kHeadDimV_, Level kLevel_, typename Cfg>
 struct FfpaTraits {
