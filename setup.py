@@ -27,13 +27,18 @@ def env_list(name, default):
     return [x.strip() for x in re.split(r"[;, ]+", raw) if x.strip()] if raw else default
 
 
+def ptx_arch(archs):
+    """The one arch whose PTX is embedded next to every target's SASS: the lowest."""
+    return min(archs, key=lambda a: int(a.rstrip("a")))
+
+
 def arch_flags(archs):
     flags = []
     for a in archs:
         if not re.fullmatch(r"\d+a?", a):
             raise SystemExit(f"FFPA_ARCHS: expected entries like 80, 89, 90a; got {a!r}")
         flags.append(f"-gencode=arch=compute_{a},code=sm_{a}")
-    lowest = min(archs, key=lambda a: int(a.rstrip("a")))
+    lowest = ptx_arch(archs)
     flags.append(f"-gencode=arch=compute_{lowest},code=compute_{lowest}")
     return flags
 
@@ -44,7 +49,8 @@ def extensions():
     archs = env_list("FFPA_ARCHS", ["80", "89", "90a"])
     dims = [int(x) for x in env_list("FFPA_HEAD_DIMS", [])] or None
     dtypes = env_list("FFPA_DTYPES", ["fp16", "bf16"])
-    generated = gen_instantiations.generate(ROOT / "csrc" / "generated", dims, dtypes, archs, VERSION)
+    generated = gen_instantiations.generate(ROOT / "csrc" / "generated", dims, dtypes, archs, VERSION,
+                                            [ptx_arch(archs)])
     sources = ["csrc/ops/module.cpp", "csrc/ops/ffpa_ops.cpp", "csrc/launch/ffpa_fwd_dispatch.cpp"]
     sources += [os.path.relpath(p, ROOT) for p in generated]
     nvcc = ["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", *arch_flags(archs)]

@@ -149,7 +149,8 @@ def _arch_number(arch: str) -> int:
 
 
 def _default_ptx_archs(archs: Tuple[str, ...]) -> Tuple[str, ...]:
-    # setup.py embeds the PTX of the lowest SM target next to the SASS of every target.
+    # For builds whose manifest predates its "ptx" key: setup.py embeds the PTX of the lowest
+    # SM target next to the SASS of every target.
     return (min(archs, key=_arch_number),) if archs else ()
 
 

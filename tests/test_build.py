@@ -21,6 +21,8 @@ def test_build_info_lists_what_was_compiled():
     assert info["head_dims"]["ffpa_l1"], "no L1 head dim compiled"
     assert set(info["dtypes"]) <= {"float16", "bfloat16"} and info["dtypes"]
     assert info["archs"] and info["cuda_version"]
+    # The manifest names the PTX it embeds (the lowest arch), which routing trusts for newer GPUs.
+    assert info["ptx"] == [min(info["archs"], key=lambda a: int(a.rstrip("a")))]
     want = os.environ.get("FFPA_HEAD_DIMS")
     if want:  # CI builds a reduced set and says which
         assert info["head_dims"]["ffpa_l1"] == sorted(int(x) for x in want.replace(";", ",").split(","))

@@ -41,7 +41,8 @@ def write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-def generate(out: Path, head_dims: list[int] | None, dtypes: list[str], archs: list[str], version: str) -> list[Path]:
+def generate(out: Path, head_dims: list[int] | None, dtypes: list[str], archs: list[str], version: str,
+             ptx_archs: list[str] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     items = list(instances(head_dims, dtypes))
     if not items:
@@ -75,6 +76,7 @@ const RegistryEntry* registry_end() { return kEntries + sizeof(kEntries) / sizeo
     manifest = {
         "version": version,
         "archs": archs,
+        "ptx": ptx_archs or [],  # archs whose PTX is embedded (JIT-compiled on newer GPUs)
         "families": sorted({f for f, _, _ in items}),
         "head_dims": {f: sorted({d for ff, _, d in items if ff == f}) for f in FAMILY_HEAD_DIMS},
         "dtypes": sorted({DTYPES[dt][2] for _, dt, _ in items}),
@@ -92,10 +94,12 @@ def main() -> None:
     ap.add_argument("--dtypes", default="fp16,bf16")
     ap.add_argument("--archs", default="80,89,90a")
     ap.add_argument("--version", default="0.0.0")
+    ap.add_argument("--ptx", default="", help="comma list of archs whose PTX is embedded")
     a = ap.parse_args()
     dims = [int(x) for x in a.head_dims.split(",") if x.strip()] or None
     for f in generate(a.out, dims, [x.strip() for x in a.dtypes.split(",") if x.strip()],
-                      [x.strip() for x in a.archs.split(",") if x.strip()], a.version):
+                      [x.strip() for x in a.archs.split(",") if x.strip()], a.version,
+                      [x.strip() for x in a.ptx.split(",") if x.strip()]):
         print(os.fspath(f))
 
 

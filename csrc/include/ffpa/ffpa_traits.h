@@ -30,8 +30,8 @@ struct Tile {
 // Dv / (2 * warps_n), so wide heads use Br = 32 and spread O over 4 warps along N).
 // Per head dim, the fastest spill-free tile measured by tools/tune_l1.cu on an H200
 // (2026-11-21, bf16, B=1 H=32 N=8192; numbers in docs/tuning_l1.md, runs 2 and 3). Larger Bc and chunk_d
-// mean more MMAs per barrier, which is what this kernel's speed follows. D=448 and 768 have
-// faster tiles that spill a few registers (Bc=128: +35% at 448); they are left out for now.
+// mean more MMAs per barrier, which is what this kernel's speed follows. D=448, 768, 960 and 1024
+// have faster tiles that spill a few registers (+35% at 448, +24% at 768); left out for now.
 template <int kHeadDimV>
 using L1Tile = std::conditional_t<
     (kHeadDimV == 320 || kHeadDimV == 384), Tile<4, 2, 128, 64>,
