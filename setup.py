@@ -51,7 +51,8 @@ def extensions():
     dtypes = env_list("FFPA_DTYPES", ["fp16", "bf16"])
     generated = gen_instantiations.generate(ROOT / "csrc" / "generated", dims, dtypes, archs, VERSION,
                                             [ptx_arch(archs)])
-    sources = ["csrc/ops/module.cpp", "csrc/ops/ffpa_ops.cpp", "csrc/launch/ffpa_fwd_dispatch.cpp"]
+    sources = ["csrc/ops/module.cpp", "csrc/ops/ffpa_ops.cpp", "csrc/launch/ffpa_fwd_dispatch.cpp",
+               "csrc/launch/mask_block_map.cu"]
     sources += [os.path.relpath(p, ROOT) for p in generated]
     nvcc = ["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", *arch_flags(archs)]
     if os.environ.get("FFPA_PTXAS_VERBOSE") == "1":

@@ -1,6 +1,7 @@
 // Host entry points of the forward kernels, torch-free: what csrc/ops calls. Every function
 // reports failure as a cudaError_t; nothing here throws or knows about tensors.
 #pragma once
+#include <cstdint>
 #include <cuda_runtime_api.h>
 
 #include "ffpa/params.h"
@@ -9,16 +10,21 @@ namespace ffpa::launch {
 
 enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
 
+// Kernel families: FFPA (large head dims, fine-grained head-dim slices; has levels) and FA-2
+// (head dims <= 256, whole head dim per tile).
+enum class Family : int { kFfpa = 0, kFa2 = 1 };
+
 // How one launch is cut, as the kernel will see it; registers/local memory filled on request.
 struct KernelInfo {
-  int level = 0;
+  Family family = Family::kFfpa;
+  int level = 0;            // FFPA level; 0 for FA-2
   int head_dim = 0;
   int head_dim_v = 0;
   int block_m = 0;
   int block_n = 0;
   int warps_m = 0;
   int warps_n = 0;
-  int chunk_d = 0;
+  int chunk_d = 0;          // head-dim slice per pipeline step (the whole head dim for FA-2)
   int threads = 0;
   int num_stages = 0;
   int smem_bytes = 0;       // dynamic shared memory per block
@@ -26,24 +32,13 @@ struct KernelInfo {
   int local_bytes = -1;     // spill/stack bytes per thread; -1 if not queried
 };
 
-// Is (dtype, level, head_dim, head_dim_v) compiled into this build?
-bool ffpa_fwd_compiled(DType dtype, int level, int head_dim, int head_dim_v);
-
-// The launch configuration `ffpa_fwd` would use. num_stages = 0 asks for the heuristic's choice.
-// With query_attributes, also reads registers and local memory (needs a CUDA device).
-cudaError_t ffpa_fwd_info(DType dtype, int level, int head_dim, int head_dim_v, int num_stages,
-                          bool query_attributes, KernelInfo* info);
-
-// Runs the forward kernel on `stream`. params.num_stages = 0 picks the default. Returns
-// cudaErrorInvalidValue for a configuration that is not compiled or out of range.
-cudaError_t ffpa_fwd(DType dtype, int level, FwdParams params, cudaStream_t stream);
-
 // ---- registry: filled by the generated instantiation list (csrc/generated/) ----
 using RunFn = cudaError_t (*)(FwdParams, cudaStream_t);
 using InfoFn = cudaError_t (*)(int num_stages, bool query_attributes, KernelInfo*);
 struct RegistryEntry {
   DType dtype;
-  int level;
+  Family family;
+  int level;  // FFPA level; 0 for FA-2
   int head_dim;
   int head_dim_v;
   RunFn run;
@@ -51,5 +46,20 @@ struct RegistryEntry {
 };
 const RegistryEntry* registry_begin();
 const RegistryEntry* registry_end();
+
+// The kernel of one family for (dtype, level, head dims), or null if not compiled.
+const RegistryEntry* find_kernel(DType dtype, Family family, int level, int head_dim, int head_dim_v);
+
+// The kernel a call runs: level 0 (auto) takes FA-2 where compiled for the head dims, else
+// FFPA L1; level >= 1 names an FFPA level. Null if not compiled.
+const RegistryEntry* route(DType dtype, int level, int head_dim, int head_dim_v);
+
+// ---- attn_mask block map (see ffpa/mask.cuh) ----
+// Bytes of the block map for a mask of mask_batches x mask_heads over (len_q, len_kv), cut in
+// block_m x block_n tiles.
+int64_t block_map_bytes(int mask_batches, int mask_heads, int len_q, int len_kv, int block_m, int block_n);
+// Fills `map` (device memory of block_map_bytes) from p.mask and points p's block-map fields at it.
+cudaError_t build_block_map(FwdParams& p, int mask_batches, int mask_heads, int block_m, int block_n,
+                            uint8_t* map, cudaStream_t stream);
 
 }  // namespace ffpa::launch

@@ -18,10 +18,25 @@ inline int max_smem_optin() {
   return cached[dev];
 }
 
-// Default cp.async depth: 3 when it fits (enough to cover L2 latency with one block per SM),
-// else the deepest that fits, at least 1. fixed_bytes is the stage-independent part.
-inline int default_stages(int stage_bytes, int fixed_bytes) {
-  const int limit = max_smem_optin();
+// Shared memory of one SM on the current device (cached per device).
+inline int smem_per_sm() {
+  static int cached[64] = {0};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 100 * 1024;
+  if (cached[dev] == 0) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess) v = 100 * 1024;
+    cached[dev] = v;
+  }
+  return cached[dev];
+}
+
+// Default cp.async depth: the deepest of 3, 2 that lets `blocks_per_sm` blocks share an SM (the
+// residency the tile was sized for; 1 KB per block is reserved by the driver) and fits the
+// per-block limit, else 1. fixed_bytes is the stage-independent part.
+inline int default_stages(int stage_bytes, int fixed_bytes, int blocks_per_sm = 1) {
+  const int per_block = smem_per_sm() / blocks_per_sm - 1024;
+  const int limit = per_block < max_smem_optin() ? per_block : max_smem_optin();
   for (int s = 3; s > 1; --s)
     if (fixed_bytes + s * stage_bytes <= limit) return s;
   return 1;

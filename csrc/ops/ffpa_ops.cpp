@@ -51,10 +51,34 @@ void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const 
               "` data pointer must be 16-byte aligned");
 }
 
+// attn_mask: 4-D, every dim 1 or the full size, bool or a float kind; any strides.
+MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t Hq, int64_t L, int64_t S) {
+  TORCH_CHECK(m.device() == q.device(), "ffpa_fwd: `attn_mask` must be on ", q.device().str(), " like `query`, got ",
+              m.device().str());
+  TORCH_CHECK(m.dim() == 4, "ffpa_fwd: `attn_mask` must be 4-D (batch, heads, L, S) with each dim 1 or full, got ",
+              num(m.dim()), "-D with shape ", shape(m.sizes()));
+  const int64_t full[4] = {B, Hq, L, S};
+  const char* names[4] = {"batch", "heads", "L", "S"};
+  for (int d = 0; d < 4; ++d)
+    TORCH_CHECK(m.size(d) == 1 || m.size(d) == full[d], "ffpa_fwd: `attn_mask` dim ", num(int64_t{d}), " (", names[d],
+                ") must be 1 or ", num(full[d]), ", got shape ", shape(m.sizes()));
+  switch (m.scalar_type()) {
+    case at::kBool: return MaskKind::kBool;
+    case at::kHalf: return MaskKind::kFloat16;
+    case at::kBFloat16: return MaskKind::kBFloat16;
+    case at::kFloat: return MaskKind::kFloat32;
+    default:
+      TORCH_CHECK(false, "ffpa_fwd: `attn_mask` must be bool, float16, bfloat16 or float32, got ", m.scalar_type());
+  }
+  return MaskKind::kNone;
+}
+
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                                 double scale, bool is_causal, int64_t level, int64_t num_stages) {
+                                                 const std::optional<at::Tensor>& attn_mask, double scale,
+                                                 bool is_causal, bool causal_bottom_right, int64_t level,
+                                                 int64_t num_stages) {
   check_qkv(q, "query", 4, q);
   check_qkv(k, "key", 4, q);
   check_qkv(v, "value", 4, q);
@@ -69,16 +93,19 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
               num(Hkv), ")");
   TORCH_CHECK(S >= 1, "ffpa_fwd: `key` must have at least one position, got length ", num(S));
   TORCH_CHECK(std::isfinite(scale), "ffpa_fwd: `scale` must be finite, got ", num(scale));
-  TORCH_CHECK(level == 0 || level == 1, "ffpa_fwd: `level` must be 0 (auto) or 1 in this build, got ", num(level));
+  TORCH_CHECK(level == 0 || level == 1, "ffpa_fwd: `level` must be 0 (auto: FA-2 where compiled, else FFPA L1) or 1 "
+              "(FFPA L1) in this build, got ", num(level));
   TORCH_CHECK(num_stages >= 0 && num_stages <= 4, "ffpa_fwd: `num_stages` must be 0 (auto) or 1..4, got ",
               num(num_stages));
   TORCH_CHECK(B <= INT32_MAX && Hq <= 65535 && L <= INT32_MAX && S <= INT32_MAX,
               "ffpa_fwd: sizes out of range: batch ", num(B), ", heads ", num(Hq), " (at most 65535), L ", num(L),
               ", S ", num(S));
-  const int lvl = level == 0 ? 1 : static_cast<int>(level);
+  const MaskKind mask_kind = attn_mask.has_value() ? check_mask(*attn_mask, q, B, Hq, L, S) : MaskKind::kNone;
   const launch::DType dtype = to_dtype(q.scalar_type());
-  TORCH_CHECK(launch::ffpa_fwd_compiled(dtype, lvl, static_cast<int>(D), static_cast<int>(Dv)),
-              "ffpa_fwd: head dims (", num(D), ", ", num(Dv), ") for ", q.scalar_type(), " at level ", num(int64_t{lvl}),
+  const launch::RegistryEntry* kernel =
+      launch::route(dtype, static_cast<int>(level), static_cast<int>(D), static_cast<int>(Dv));
+  TORCH_CHECK(kernel != nullptr, "ffpa_fwd: head dims (", num(D), ", ", num(Dv), ") for ", q.scalar_type(),
+              level == 0 ? std::string(" (auto level)") : " at FFPA level " + num(level),
               " are not compiled into this build (see ffpa_attn.build_info())");
 
   // Output follows the layout of `query`: a BLHD view in gives a BLHD-backed output.
@@ -109,10 +136,11 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
   p.scale = static_cast<float>(scale);
   p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
   p.is_causal = is_causal;
+  p.causal_offset = is_causal && causal_bottom_right ? static_cast<int>(S - L) : 0;
   p.num_stages = static_cast<int>(num_stages);
 
   launch::KernelInfo info;
-  cudaError_t err = launch::ffpa_fwd_info(dtype, lvl, p.head_dim, p.head_dim_v, p.num_stages, false, &info);
+  cudaError_t err = kernel->info(p.num_stages, false, &info);
   TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: no launch configuration: ", cudaGetErrorString(err));
   int smem_limit = 0;
   cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, q.get_device());
@@ -120,7 +148,27 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
               num(int64_t{info.smem_bytes}), " bytes of shared memory per block, the device allows ",
               num(int64_t{smem_limit}));
 
-  err = launch::ffpa_fwd(dtype, lvl, p, at::cuda::getCurrentCUDAStream(q.get_device()).stream());
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(q.get_device()).stream();
+  at::Tensor block_map;  // kept alive until the kernel is enqueued (the caching allocator is stream-ordered)
+  if (mask_kind != MaskKind::kNone) {
+    const at::Tensor& m = *attn_mask;
+    const int mb = static_cast<int>(m.size(0)), mh = static_cast<int>(m.size(1));
+    TORCH_CHECK(static_cast<int64_t>(mb) * mh <= 65535, "ffpa_fwd: `attn_mask` with ", num(int64_t{mb}),
+                " batches x ", num(int64_t{mh}), " heads is not supported (at most 65535 (batch, head) slices; "
+                "broadcast the mask over batch or heads)");
+    p.mask = m.data_ptr();
+    p.mask_kind = mask_kind;
+    // Broadcast dims read with stride 0.
+    p.mask_batch_stride = m.size(0) == 1 ? 0 : m.stride(0);
+    p.mask_head_stride = m.size(1) == 1 ? 0 : m.stride(1);
+    p.mask_row_stride = m.size(2) == 1 ? 0 : m.stride(2);
+    p.mask_col_stride = m.size(3) == 1 ? 0 : m.stride(3);
+    block_map = at::empty({launch::block_map_bytes(mb, mh, p.len_q, p.len_kv, info.block_m, info.block_n)},
+                          opts.dtype(at::kByte));
+    err = launch::build_block_map(p, mb, mh, info.block_m, info.block_n, block_map.data_ptr<uint8_t>(), stream);
+    TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: mask block-map launch failed: ", cudaGetErrorString(err));
+  }
+  err = kernel->run(p, stream);
   TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: kernel launch failed: ", cudaGetErrorString(err));
   return {out, lse};
 }
@@ -129,8 +177,8 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
 
 TORCH_LIBRARY(ffpa_attn, m) {
   m.def(
-      "ffpa_fwd(Tensor q, Tensor k, Tensor v, float scale, bool is_causal, int level, int num_stages)"
-      " -> (Tensor out, Tensor lse)");
+      "ffpa_fwd(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float scale, bool is_causal, "
+      "bool causal_bottom_right, int level, int num_stages) -> (Tensor out, Tensor lse)");
 }
 
 TORCH_LIBRARY_IMPL(ffpa_attn, CUDA, m) { m.impl("ffpa_fwd", &ffpa::ops::ffpa_fwd_cuda); }

@@ -2,12 +2,16 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <tuple>
 
 namespace ffpa::ops {
 
-// q [B, Hq, L, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv] -> (out [B, Hq, L, Dv], lse [B, Hq, L] fp32).
+// q [B, Hq, L, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv], optional attn_mask with each dim 1 or
+// (B, Hq, L, S) -> (out [B, Hq, L, Dv], lse [B, Hq, L] fp32).
 std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                                 double scale, bool is_causal, int64_t level, int64_t num_stages);
+                                                 const std::optional<at::Tensor>& attn_mask, double scale,
+                                                 bool is_causal, bool causal_bottom_right, int64_t level,
+                                                 int64_t num_stages);
 
 }  // namespace ffpa::ops

@@ -20,21 +20,29 @@ py::dict build_info() {
 }
 
 // Launch configuration of one compiled kernel; registers/local memory need a CUDA device.
-py::dict kernel_info(const std::string& dtype, int level, int head_dim, int head_dim_v, int num_stages,
+// `family` is "fa2" or "ffpa_l1" (the family names of build_info()).
+py::dict kernel_info(const std::string& dtype, const std::string& family, int head_dim, int head_dim_v, int num_stages,
                      bool query_attributes) {
   using ffpa::launch::DType;
+  using ffpa::launch::Family;
   DType dt;
   if (dtype == "float16" || dtype == "fp16") dt = DType::kFloat16;
   else if (dtype == "bfloat16" || dtype == "bf16") dt = DType::kBFloat16;
   else throw py::value_error("kernel_info: `dtype` must be 'float16' or 'bfloat16', got '" + dtype + "'");
-  if (!ffpa::launch::ffpa_fwd_compiled(dt, level, head_dim, head_dim_v))
-    throw py::value_error("kernel_info: (" + dtype + ", level " + std::to_string(level) + ", head dims " +
-                          std::to_string(head_dim) + "/" + std::to_string(head_dim_v) + ") is not compiled");
+  Family fam;
+  int level;
+  if (family == "fa2") fam = Family::kFa2, level = 0;
+  else if (family == "ffpa_l1") fam = Family::kFfpa, level = 1;
+  else throw py::value_error("kernel_info: `family` must be 'fa2' or 'ffpa_l1', got '" + family + "'");
+  const ffpa::launch::RegistryEntry* e = ffpa::launch::find_kernel(dt, fam, level, head_dim, head_dim_v);
+  if (e == nullptr)
+    throw py::value_error("kernel_info: (" + dtype + ", " + family + ", head dims " + std::to_string(head_dim) + "/" +
+                          std::to_string(head_dim_v) + ") is not compiled");
   ffpa::launch::KernelInfo k;
-  const cudaError_t err =
-      ffpa::launch::ffpa_fwd_info(dt, level, head_dim, head_dim_v, num_stages, query_attributes, &k);
+  const cudaError_t err = e->info(num_stages, query_attributes, &k);
   if (err != cudaSuccess) throw py::value_error(std::string("kernel_info: ") + cudaGetErrorString(err));
   py::dict d;
+  d["family"] = family;
   d["level"] = k.level;
   d["head_dim"] = k.head_dim;
   d["head_dim_v"] = k.head_dim_v;
@@ -58,7 +66,7 @@ py::dict kernel_info(const std::string& dtype, int level, int head_dim, int head
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ffpa_attn CUDA extension: registers torch.ops.ffpa_attn.* and reports build contents";
   m.def("build_info", &build_info, "Version, archs, kernel families, head dims and dtypes compiled in");
-  m.def("kernel_info", &kernel_info, py::arg("dtype"), py::arg("level"), py::arg("head_dim"),
+  m.def("kernel_info", &kernel_info, py::arg("dtype"), py::arg("family"), py::arg("head_dim"),
         py::arg("head_dim_v"), py::arg("num_stages") = 0, py::arg("query_attributes") = false,
         "Launch configuration (tile, threads, stages, shared memory; registers on request) of one kernel");
 }

@@ -5,6 +5,14 @@
 
 namespace ffpa {
 
+// How attn_mask is stored: absent, bool (true = attend) or an additive float mask.
+enum class MaskKind : int { kNone = 0, kBool = 1, kFloat16 = 2, kBFloat16 = 3, kFloat32 = 4 };
+
+// Per (query block, key block) summary of the mask, written by the block-map pre-pass for the
+// launch's tile sizes: kernels skip kSkip tiles (no load, no math) and read the mask only in
+// kPartial tiles.
+enum BlockCode : uint8_t { kBlockSkip = 0, kBlockPartial = 1, kBlockFull = 2 };
+
 struct FwdParams {
   const void* q;  // [B, Hq, L, D]   last dim contiguous
   const void* k;  // [B, Hkv, S, D]  last dim contiguous
@@ -27,8 +35,21 @@ struct FwdParams {
 
   float scale;       // softmax scale applied to q.k
   float scale_log2;  // scale * log2(e): kernels work in base 2
-  bool is_causal;    // SDPA's top-left convention: query i sees keys j <= i
+  bool is_causal;    // query i sees keys j <= i + causal_offset
+  int causal_offset; // 0: SDPA's top-left convention; len_kv - len_q: bottom-right
   int num_stages;    // cp.async pipeline depth, 1..4 (0 = let the launcher choose)
+
+  // Optional mask broadcastable to [B, Hq, L, S]: element (b, h, i, j) lives at
+  // mask + b * mask_batch_stride + h * mask_head_stride + i * mask_row_stride + j * mask_col_stride
+  // (element strides; 0 where broadcast). Bool: false = masked out. Float: added to scale * q.k.
+  const void* mask;
+  MaskKind mask_kind;
+  int64_t mask_batch_stride, mask_head_stride, mask_row_stride, mask_col_stride;
+  // The mask's block map [mask_batches][mask_heads][m_blocks][n_blocks] (uint8 BlockCode), for
+  // tiles of block_map_m x block_map_n; its batch/head strides are 0 where the mask broadcasts.
+  const uint8_t* block_map;
+  int64_t block_map_batch_stride, block_map_head_stride;
+  int block_map_m, block_map_n, block_map_n_blocks;
 };
 
 }  // namespace ffpa

@@ -3,6 +3,7 @@
 // All swizzle arithmetic of the project lives here.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 namespace ffpa {
 
@@ -29,6 +30,43 @@ struct SwizzledTile {
   static __host__ __device__ __forceinline__ uint32_t elem_offset(int row, int col) {
     return unit_offset(row, col / 8) + static_cast<uint32_t>((col % 8) * 2);
   }
+
+  // Shared address of (row + dr, unit + du) from a lane's `addr` of (row, unit), for dr a
+  // multiple of 8 rows (same phase) and du even with unit in {0, 1} (no carry into the lane's
+  // bit): an XOR with a small constant plus an immediate, so unrolled fragment loops keep one
+  // base register per lane instead of one precomputed address per (dr, du). Needs the tile
+  // base aligned to min(kUnits, 8) * 16 bytes.
+  static __device__ __forceinline__ uint32_t advance(uint32_t addr, int dr, int du) {
+    constexpr int kP = kPhases;
+    return (addr ^ static_cast<uint32_t>((du % kP) * 16)) + static_cast<uint32_t>(dr * kUnits * 16 + (du - du % kP) * 16);
+  }
 };
+
+// Same interface, but rows padded by one 16-byte unit instead of swizzled: the 8 rows an
+// ldmatrix phase reads sit (kUnits + 1) units apart, an odd stride, hence on 8 different bank
+// groups for any even kUnits. For widths the XOR swizzle cannot cover (96, 160, 224: 12, 20, 28
+// units), at 1/kUnits extra shared memory.
+template <int kRows, int kCols>
+struct PaddedTile {
+  static_assert(kCols % 16 == 0, "tile width must be a multiple of 16 elements");
+  static constexpr int kUnits = kCols / 8;
+  static constexpr int kStrideUnits = kUnits + 1;
+  static constexpr int kBytes = kRows * kStrideUnits * 16;
+
+  static __host__ __device__ __forceinline__ uint32_t unit_offset(int row, int unit) {
+    return static_cast<uint32_t>((row * kStrideUnits + unit) * 16);
+  }
+  static __host__ __device__ __forceinline__ uint32_t elem_offset(int row, int col) {
+    return unit_offset(row, col / 8) + static_cast<uint32_t>((col % 8) * 2);
+  }
+  static __device__ __forceinline__ uint32_t advance(uint32_t addr, int dr, int du) {
+    return addr + static_cast<uint32_t>((dr * kStrideUnits + du) * 16);
+  }
+};
+
+// The XOR swizzle where it is conflict-free (2 or 4 units, or a multiple of 8), padding elsewhere.
+template <int kRows, int kCols>
+using SmemTile = std::conditional_t<((kCols / 8) == 2 || (kCols / 8) == 4 || (kCols / 8) % 8 == 0),
+                                    SwizzledTile<kRows, kCols>, PaddedTile<kRows, kCols>>;
 
 }  // namespace ffpa

@@ -7,6 +7,7 @@
 #include <math_constants.h>
 
 #include "ffpa/ffpa_traits.h"
+#include "ffpa/mask.cuh"
 #include "ffpa/numeric.cuh"
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"
@@ -16,8 +17,8 @@
 
 namespace ffpa::attn {
 
-// The pipeline walks one flat sequence of slice loads per query block; item t is
-//   t = j * (kChunksQK + kChunksV) + c       KV tile j,
+// The pipeline walks one flat sequence of slice loads per query block: for each KV tile j that
+// is not skipped (causal cut, block map), items c = 0 .. kChunksQK + kChunksV - 1:
 //   c <  kChunksQK : Q[:, c-th slice] and K_j[:, c-th slice]   (a "QK item")
 //   c >= kChunksQK : V_j[:, (c - kChunksQK)-th slice]          (a "V item")
 // so prefetch runs across the Q@K^T -> P@V -> next tile boundaries without draining.
@@ -62,8 +63,8 @@ struct FfpaFwd {
     int m0;            // first query row of the block
     int rows_q;        // valid query rows in this block (<= kBlockM)
     int len_kv;
-    int num_kv_tiles;
-    int num_items;
+    int n_end;             // key tiles [0, n_end) can hold visible keys (causal cut)
+    const uint8_t* codes;  // this query block's row of the mask block map, or null
     int num_stages;
     uint32_t smem_base;  // shared address of stage 0
     uint32_t q_smem;     // shared address of the resident Q tile (kQResident)
@@ -92,15 +93,28 @@ struct FfpaFwd {
     }
   }
 
+  // The loader runs num_stages - 1 items ahead of the consumer: its own walk over the tiles.
+  struct Producer {
+    int tile;    // KV tile of the next item
+    int c;       // item within the tile
+    int issued;  // items issued so far (ring slot = issued % num_stages)
+  };
+
+  static __device__ __forceinline__ int next_tile(const Block& b, int j) {
+    if (b.codes != nullptr)
+      while (j < b.n_end && b.codes[j] == kBlockSkip) ++j;
+    return j;
+  }
+
   static __device__ __forceinline__ uint32_t stage_addr(const Block& b, int t) {
     return b.smem_base + static_cast<uint32_t>((t % b.num_stages) * Traits::kStageBytes);
   }
 
-  static __device__ __forceinline__ void load_item(const Block& b, int t, int tid) {
-    const int j = t / kItemsPerTile;
-    const int c = t % kItemsPerTile;
-    const uint32_t dst = stage_addr(b, t);
-    const int n0 = j * kBlockN;
+  static __device__ __forceinline__ void issue(const Block& b, Producer& pr, int tid) {
+    if (pr.tile >= b.n_end) return;
+    const int c = pr.c;
+    const uint32_t dst = stage_addr(b, pr.issued);
+    const int n0 = pr.tile * kBlockN;
     if (c < kChunksQK) {
       uint32_t k_dst = dst;
       if constexpr (!Traits::kQResident) {
@@ -112,22 +126,26 @@ struct FfpaFwd {
       load_slice<VTile, kBlockN>(dst, b.v + n0 * b.v_row_stride, b.v_row_stride, b.len_kv - n0,
                                  c - kChunksQK, tid);
     }
+    ++pr.issued;
+    if (++pr.c == kItemsPerTile) {
+      pr.c = 0;
+      pr.tile = next_tile(b, pr.tile + 1);
+    }
   }
 
-  // Make item t resident in its stage buffer and keep the ring full. Every call commits exactly
-  // one group (possibly empty), so "item t landed" is "at most num_stages - 2 groups pending".
-  static __device__ __forceinline__ void acquire(const Block& b, int t, int tid) {
+  // Make the consumer's next item resident and keep the ring full. Every call commits exactly
+  // one group (possibly empty), so "the item landed" is "at most num_stages - 2 groups pending".
+  static __device__ __forceinline__ void acquire(const Block& b, Producer& pr, int tid) {
     if (b.num_stages == 1) {
       __syncthreads();  // everyone is done reading the single buffer
-      load_item(b, t, tid);
+      issue(b, pr, tid);
       ptx::cp_async_commit_group();
       ptx::cp_async_wait_group<0>();
       __syncthreads();
     } else {
       ptx::cp_async_wait_group_dyn(b.num_stages - 2);
-      __syncthreads();  // item t visible to all; everyone is done with item t - 1's buffer
-      const int next = t + b.num_stages - 1;
-      if (next < b.num_items) load_item(b, next, tid);
+      __syncthreads();  // the item is visible to all; everyone is done with the slot refilled next
+      issue(b, pr, tid);
       ptx::cp_async_commit_group();
     }
   }
@@ -159,11 +177,16 @@ struct FfpaFwd {
           static_cast<int64_t>(b.m0) * p.q_row_stride;
     b.k = static_cast<const Element*>(p.k) + batch * p.k_batch_stride + head_kv * p.k_head_stride;
     b.v = static_cast<const Element*>(p.v) + batch * p.v_batch_stride + head_kv * p.v_head_stride;
-    // Causal (top-left): the block's last row m0 + BlockM - 1 sees keys up to that index.
-    const int kv_end = p.is_causal ? min(p.len_kv, b.m0 + kBlockM) : p.len_kv;
-    b.num_kv_tiles = (kv_end + kBlockN - 1) / kBlockN;
-    b.num_items = b.num_kv_tiles * kItemsPerTile;
+    // Causal: the block's last valid row sees keys up to (row + causal_offset).
+    const int kv_end = p.is_causal ? max(0, min(p.len_kv, b.m0 + b.rows_q + p.causal_offset)) : p.len_kv;
+    b.n_end = (kv_end + kBlockN - 1) / kBlockN;
+    b.codes = p.block_map == nullptr
+                  ? nullptr
+                  : p.block_map + batch * p.block_map_batch_stride + head * p.block_map_head_stride +
+                        static_cast<int64_t>(m_block) * p.block_map_n_blocks;
     b.num_stages = p.num_stages;
+    MaskRef mref{};
+    if (p.mask != nullptr) mref = mask_ref(p, batch, head);
     b.q_smem = ptx::smem_u32addr(smem);
     b.smem_base = b.q_smem + Traits::kQResidentBytes;
 
@@ -191,15 +214,15 @@ struct FfpaFwd {
       ptx::cp_async_commit_group();
     }
     // Prologue: fill num_stages - 1 buffers.
-    if (b.num_stages > 1) {
-      for (int s = 0; s < b.num_stages - 1; ++s) {
-        if (s < b.num_items) load_item(b, s, tid);
-        ptx::cp_async_commit_group();
-      }
+    Producer pr{next_tile(b, 0), 0, 0};
+    const int first_tile = pr.tile;
+    for (int s = 0; s < b.num_stages - 1; ++s) {
+      issue(b, pr, tid);
+      ptx::cp_async_commit_group();
     }
 
     int t = 0;
-    for (int j = 0; j < b.num_kv_tiles; ++j) {
+    for (int j = first_tile; j < b.n_end; j = next_tile(b, j + 1)) {
       const int n0 = j * kBlockN;
       // ---- S = Q @ K_j^T, one kChunkD slice of the head dim per pipeline step ----
       float s_acc[kNTilesS][4];
@@ -210,7 +233,7 @@ struct FfpaFwd {
 
 #pragma unroll 1
       for (int c = 0; c < kChunksQK; ++c, ++t) {
-        acquire(b, t, tid);
+        acquire(b, pr, tid);
         const uint32_t q_smem = Traits::kQResident ? b.q_smem + c * Traits::kQSliceBytes : stage_addr(b, t);
         const uint32_t k_smem = Traits::kQResident ? stage_addr(b, t) : q_smem + Traits::kQSliceBytes;
 #pragma unroll
@@ -232,7 +255,9 @@ struct FfpaFwd {
       }
 
       // ---- online softmax on this tile (base 2) ----
-      const bool need_mask = (n0 + kBlockN > p.len_kv) || (p.is_causal && n0 + kBlockN - 1 > b.m0);
+      const uint8_t code = b.codes != nullptr ? b.codes[j] : static_cast<uint8_t>(kBlockFull);
+      const bool need_mask = code == kBlockPartial || n0 + kBlockN > p.len_kv ||
+                             (p.is_causal && n0 + kBlockN - 1 > b.m0 + p.causal_offset);
       float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
       for (int n = 0; n < kNTilesS; ++n) {
@@ -242,7 +267,8 @@ struct FfpaFwd {
           if (need_mask) {
             const int col = n0 + wn * Traits::kWarpColsS + n * 8 + 2 * t4 + (e % 2);
             const int row = b.m0 + wm * 16 + g + (e / 2) * 8;
-            if (col >= p.len_kv || (p.is_causal && col > row)) s = -CUDART_INF_F;
+            if (col >= p.len_kv || (p.is_causal && col > row + p.causal_offset)) s = -CUDART_INF_F;
+            else if (code == kBlockPartial && row < p.len_q) s += mask_log2(mref, row, col);
           }
           s_acc[n][e] = s;
           tile_max[e / 2] = fmaxf(tile_max[e / 2], s);
@@ -306,7 +332,7 @@ struct FfpaFwd {
       uint32_t p_frag[Traits::kKStepsPV][4];
 #pragma unroll
       for (int c = 0; c < kChunksV; ++c, ++t) {
-        acquire(b, t, tid);  // its barrier also publishes the P tile written above
+        acquire(b, pr, tid);  // its barrier also publishes the P tile written above
         if (c == 0) {
 #pragma unroll
           for (int ks = 0; ks < Traits::kKStepsPV; ++ks)

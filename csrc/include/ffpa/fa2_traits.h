@@ -1,0 +1,75 @@
+// Compile-time shape of one FA-2 forward instantiation (head dims <= 256): the tile table and
+// everything derived from it (warps, fragments per thread, shared memory). Host- and
+// device-usable, so csrc/launch sizes launches from the numbers the kernel uses.
+#pragma once
+#include <type_traits>
+
+#include "ffpa/smem_tile.cuh"
+
+namespace ffpa {
+
+// One row of the FA-2 tile table. Warps split the query rows only: warp w owns rows
+// [w * 16 * m_tiles, +16 * m_tiles) of the block and every key column, so the softmax needs no
+// cross-warp exchange and P stays in registers. m_tiles = 2 reuses each K/V fragment read from
+// shared memory for two MMAs (halving ldmatrix traffic) at twice the accumulator registers.
+// q_in_regs keeps the Q fragments in registers for the whole block (no ldmatrix of Q per KV tile).
+// min_blocks is the blocks per SM the register allocation must allow (__launch_bounds__).
+template <int kWarps_, int kMTiles_, int kBlockN_, bool kQInRegs_, int kMinBlocks_ = 1>
+struct Fa2Tile {
+  static constexpr int warps = kWarps_;
+  static constexpr int m_tiles = kMTiles_;
+  static constexpr int block_n = kBlockN_;
+  static constexpr bool q_in_regs = kQInRegs_;
+  static constexpr int min_blocks = kMinBlocks_;
+};
+
+// The FA-2 tile table, keyed by head dim (D = max(E, Ev) for unequal pairs).
+// Registers per thread ~ 4 * m_tiles * (Dv / 8 + block_n / 8) fp32 accumulators (+ D / 4 with
+// q_in_regs); kept under ~200 so nothing spills at 255.
+// Measured on an H100 (tools/tune_fa2.cu, 2026-11-21, bf16 B=1 H=32 N=8192 and B=8 H=16 N=2048;
+// docs/tuning_fa2.md): one block of 4-8 warps per SM leaves one or two warps per scheduler and
+// runs latency-bound (~95-160 TFLOPS); capping registers at 128 for two resident 8-warp blocks
+// gave +50-90% at D <= 128 despite a few spilled bytes. D > 128 needs its O accumulator
+// (D / 2 registers) and stays at one 8-warp block.
+template <int kHeadDim>
+using Fa2TileFor = std::conditional_t<
+    (kHeadDim <= 64), Fa2Tile<8, 1, 64, true, 2>,
+    std::conditional_t<(kHeadDim <= 128), Fa2Tile<8, 1, 64, false, 2>, Fa2Tile<8, 1, 64, false, 1>>>;
+
+template <typename Element_, int kHeadDim_, int kHeadDimV_, typename Cfg>
+struct Fa2Traits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kHeadDimV = kHeadDimV_;
+
+  static constexpr int kWarps = Cfg::warps;
+  static constexpr int kMTiles = Cfg::m_tiles;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kWarpRows = 16 * kMTiles;
+  static constexpr int kBlockM = kWarpRows * kWarps;
+  static constexpr int kBlockN = Cfg::block_n;
+  static constexpr bool kQInRegs = Cfg::q_in_regs;
+  static constexpr int kMinBlocks = Cfg::min_blocks;
+
+  static constexpr int kNTilesS = kBlockN / 8;     // m16n8 S tiles per m-tile
+  static constexpr int kNTilesO = kHeadDimV / 8;   // m16n8 O tiles per m-tile
+  static constexpr int kKStepsQK = kHeadDim / 16;  // MMA k-steps of Q@K^T
+  static constexpr int kKStepsPV = kBlockN / 16;   // MMA k-steps of P@V
+
+  using QTile = SmemTile<kBlockM, kHeadDim>;
+  using KTile = SmemTile<kBlockN, kHeadDim>;
+  using VTile = SmemTile<kBlockN, kHeadDimV>;
+
+  // Shared memory: the block's Q tile (loaded once), then a ring of stages, each holding one
+  // K tile or one V tile (the loads alternate K_j, V_j, K_j+1, ...).
+  static constexpr int kQBytes = QTile::kBytes;
+  static constexpr int kStageBytes = KTile::kBytes > VTile::kBytes ? KTile::kBytes : VTile::kBytes;
+  static constexpr int smem_bytes(int stages) { return kQBytes + stages * kStageBytes; }
+
+  static_assert(kHeadDim % 16 == 0 && kHeadDimV % 16 == 0, "head dims must be multiples of 16");
+  static_assert(kBlockN % 16 == 0, "MMA k-steps of P@V are 16 keys");
+  static_assert(kQBytes % 128 == 0 && kStageBytes % 128 == 0, "keep buffers 128-byte aligned");
+  static_assert(kThreads <= 512, "at most 16 warps per block");
+};
+
+}  // namespace ffpa

@@ -1,0 +1,380 @@
+// FA-2 forward kernel family (mma.sync, sm_80+) for head dims <= 256: coarse-grained tiling,
+// the whole head dim per tile. Q is loaded once per block; K and V tiles stream through one
+// cp.async ring; S and P never leave registers. Masks (block-map skip), causal (top-left or
+// bottom-right), GQA and Lq != Lk are runtime features of the same instantiation.
+#pragma once
+#include <cstdint>
+#include <math_constants.h>
+
+#include "ffpa/fa2_traits.h"
+#include "ffpa/mask.cuh"
+#include "ffpa/numeric.cuh"
+#include "ffpa/params.h"
+#include "ffpa/ptx/cp_async.cuh"
+#include "ffpa/ptx/ldmatrix.cuh"
+#include "ffpa/ptx/math.cuh"
+
+namespace ffpa::attn {
+
+// Block of kWarps warps, each owning kWarpRows = 16 * kMTiles query rows and all kBlockN keys:
+//
+//                 S = Q K_j^T (kBlockN cols)        O (Dv cols)
+//   rows   0..   +---------------------------+     +---------------------+
+//                |  warp 0 (m-tiles 0..)     |     |  warp 0             |
+//   rows  WR..   +---------------------------+     +---------------------+
+//                |  warp 1                   |     |  warp 1             |
+//                |  ...                      |     |  ...                |
+//
+// In a warp, lane = 4 * g + t4 holds, per m16n8 tile, rows g and g + 8 at columns 2*t4, 2*t4+1:
+// the accumulator layout of S for two adjacent n8 tiles is exactly the A-operand layout of the
+// m16n8k16 P@V MMA, so P is re-packed to b16 in registers, never written to shared memory.
+// The ring carries items K_0, V_0, K_1, V_1, ... of the tiles that are not skipped.
+template <typename Traits>
+struct Fa2Fwd {
+  using Element = typename Traits::Element;
+  using Num = Numeric<Element>;
+  using QTile = typename Traits::QTile;
+  using KTile = typename Traits::KTile;
+  using VTile = typename Traits::VTile;
+  static constexpr int kThreads = Traits::kThreads;
+  static constexpr int kBlockM = Traits::kBlockM;
+  static constexpr int kBlockN = Traits::kBlockN;
+  static constexpr int kMTiles = Traits::kMTiles;
+  static constexpr int kWarpRows = Traits::kWarpRows;
+  static constexpr int kNTilesS = Traits::kNTilesS;
+  static constexpr int kNTilesO = Traits::kNTilesO;
+  static constexpr int kKStepsQK = Traits::kKStepsQK;
+  static constexpr int kKStepsPV = Traits::kKStepsPV;
+
+  struct Block {
+    const Element* k;  // row 0 of the kv head
+    const Element* v;
+    int64_t k_row_stride, v_row_stride;
+    int len_kv;
+    int n_end;             // key tiles [0, n_end) can hold visible keys (causal cut)
+    const uint8_t* codes;  // this query block's row of the mask block map, or null
+    int num_stages;
+    uint32_t ring;         // shared address of ring stage 0
+  };
+
+  // The loader runs num_stages - 1 items ahead of the consumer: its own walk over the tiles.
+  struct Producer {
+    int tile;    // tile of the next item
+    int is_v;    // 0: its K tile is next, 1: its V tile
+    int issued;  // items issued so far (ring slot = issued % num_stages)
+  };
+
+  static __device__ __forceinline__ int next_tile(const Block& b, int j) {
+    if (b.codes != nullptr)
+      while (j < b.n_end && b.codes[j] == kBlockSkip) ++j;
+    return j;
+  }
+
+  static __device__ __forceinline__ uint32_t slot(const Block& b, int item) {
+    return b.ring + static_cast<uint32_t>((item % b.num_stages) * Traits::kStageBytes);
+  }
+
+  // Rows [0, kRows) x all kCols columns of a row-major matrix into a shared tile; rows at or
+  // past `valid_rows` are zero-filled (finite values keep the masked lanes of P@V at 0).
+  template <typename TileT, int kRows, int kCols>
+  static __device__ __forceinline__ void load_rows(uint32_t dst, const Element* src, int64_t row_stride,
+                                                   int valid_rows, int tid) {
+    constexpr int kUnits = kCols / 8;
+    constexpr int kTotal = kRows * kUnits;
+    constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int i = tid + it * kThreads;
+      if (kTotal % kThreads == 0 || i < kTotal) {
+        const int r = i / kUnits;
+        const int u = i % kUnits;
+        const bool valid = r < valid_rows;
+        ptx::cp_async_cg_16(dst + TileT::unit_offset(r, u), src + (valid ? r : 0) * row_stride + u * 8, valid);
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void issue(const Block& b, Producer& pr, int tid) {
+    if (pr.tile >= b.n_end) return;
+    const uint32_t dst = slot(b, pr.issued);
+    const int n0 = pr.tile * kBlockN;
+    if (pr.is_v == 0) {
+      load_rows<KTile, kBlockN, Traits::kHeadDim>(dst, b.k + n0 * b.k_row_stride, b.k_row_stride, b.len_kv - n0, tid);
+      pr.is_v = 1;
+    } else {
+      load_rows<VTile, kBlockN, Traits::kHeadDimV>(dst, b.v + n0 * b.v_row_stride, b.v_row_stride, b.len_kv - n0, tid);
+      pr.is_v = 0;
+      pr.tile = next_tile(b, pr.tile + 1);
+    }
+    ++pr.issued;
+  }
+
+  // Make the consumer's next item resident and keep the ring full. Every call commits exactly
+  // one group (possibly empty), so "the item landed" is "at most num_stages - 2 groups pending".
+  static __device__ __forceinline__ void acquire(const Block& b, Producer& pr, int tid) {
+    if (b.num_stages == 1) {
+      __syncthreads();  // everyone is done reading the single buffer
+      issue(b, pr, tid);
+      ptx::cp_async_commit_group();
+      ptx::cp_async_wait_group<0>();
+      __syncthreads();
+    } else {
+      ptx::cp_async_wait_group_dyn(b.num_stages - 2);
+      __syncthreads();  // the item is visible to all; everyone is done with the slot refilled next
+      issue(b, pr, tid);
+      ptx::cp_async_commit_group();
+    }
+  }
+
+  static __device__ __forceinline__ void run(const FwdParams& p, char* smem) {
+    const int tid = threadIdx.x;
+    const int lane = tid % 32;
+    const int warp = tid / 32;
+    const int g = lane / 4;   // fragment row (and g + 8) within an m-tile
+    const int t4 = lane % 4;  // fragment column pair
+
+    // Heaviest (causal) blocks first: the last query rows see the most keys.
+    const int m_block = gridDim.x - 1 - blockIdx.x;
+    const int head = blockIdx.y;
+    const int batch = blockIdx.z;
+    const int head_kv = head / (p.heads_q / p.heads_kv);
+    const int m0 = m_block * kBlockM;
+    const int rows_q = min(kBlockM, p.len_q - m0);
+
+    Block b;
+    b.k = static_cast<const Element*>(p.k) + batch * p.k_batch_stride + head_kv * p.k_head_stride;
+    b.v = static_cast<const Element*>(p.v) + batch * p.v_batch_stride + head_kv * p.v_head_stride;
+    b.k_row_stride = p.k_row_stride;
+    b.v_row_stride = p.v_row_stride;
+    b.len_kv = p.len_kv;
+    // Causal: the block's last valid row sees keys up to (row + causal_offset).
+    const int kv_end = p.is_causal ? max(0, min(p.len_kv, m0 + rows_q + p.causal_offset)) : p.len_kv;
+    b.n_end = (kv_end + kBlockN - 1) / kBlockN;
+    b.codes = p.block_map == nullptr
+                  ? nullptr
+                  : p.block_map + batch * p.block_map_batch_stride + head * p.block_map_head_stride +
+                        static_cast<int64_t>(m_block) * p.block_map_n_blocks;
+    b.num_stages = p.num_stages;
+    const uint32_t q_smem = ptx::smem_u32addr(smem);
+    b.ring = q_smem + Traits::kQBytes;
+    MaskRef mref{};
+    if (p.mask != nullptr) mref = mask_ref(p, batch, head);
+
+    // Q once (its own group, committed first: the first acquire waits for it too), then the
+    // prologue fills num_stages - 1 ring slots.
+    const Element* q = static_cast<const Element*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride +
+                       static_cast<int64_t>(m0) * p.q_row_stride;
+    load_rows<QTile, kBlockM, Traits::kHeadDim>(q_smem, q, p.q_row_stride, rows_q, tid);
+    ptx::cp_async_commit_group();
+    Producer pr{next_tile(b, 0), 0, 0};
+    const int first_tile = pr.tile;
+    for (int s = 0; s < b.num_stages - 1; ++s) {
+      issue(b, pr, tid);
+      ptx::cp_async_commit_group();
+    }
+
+    // A negative scale is a positive one on -Q: flip the sign bits of the Q tile once, so the
+    // softmax below can take the row max of the raw scores (valid for a positive factor only).
+    const float scale_log2 = fabsf(p.scale_log2);
+    if (p.scale_log2 < 0.f) {
+      ptx::cp_async_wait_group_dyn(b.num_stages - 1);  // the Q group (older than the prologue's)
+      __syncthreads();
+      for (int i = tid; i < Traits::kQBytes / 4; i += kThreads) {
+        uint32_t* w = reinterpret_cast<uint32_t*>(smem) + i;
+        *w ^= 0x80008000u;
+      }
+    }
+
+    const int warp_row0 = warp * kWarpRows;  // first row of this warp within the block
+    // Per-lane ldmatrix addresses at (m-tile 0 / n-pair 0, k-step 0); the unrolled loops reach
+    // the others through Tile::advance (an XOR and an immediate).
+    const uint32_t q_lane = q_smem + QTile::unit_offset(warp_row0 + lane % 16, lane / 16);
+    const uint32_t k_lane = KTile::unit_offset((lane / 16) * 8 + lane % 8, (lane / 8) % 2);
+    const uint32_t v_lane = VTile::unit_offset(((lane / 8) % 2) * 8 + lane % 8, lane / 16);
+    uint32_t q_frag[Traits::kQInRegs ? kMTiles : 1][Traits::kQInRegs ? kKStepsQK : 1][4];
+    if constexpr (Traits::kQInRegs) {
+      ptx::cp_async_wait_group_dyn(b.num_stages - 1);  // the Q group (older than the prologue's)
+      __syncthreads();
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int ks = 0; ks < kKStepsQK; ++ks)
+          ptx::ldmatrix_m8n8_x4(q_frag[mt][ks], QTile::advance(q_lane, mt * 16, ks * 2));
+    }
+
+    // Softmax state of the rows this thread owns: [m-tile][0: row g, 1: row g + 8], base 2.
+    float row_max[kMTiles][2], row_sum[kMTiles][2];
+    float o_acc[kMTiles][kNTilesO][4];
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) row_max[mt][r] = -CUDART_INF_F, row_sum[mt][r] = 0.f;
+#pragma unroll
+      for (int n = 0; n < kNTilesO; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o_acc[mt][n][e] = 0.f;
+    }
+
+    int item = 0;
+    for (int j = first_tile; j < b.n_end; j = next_tile(b, j + 1)) {
+      const int n0 = j * kBlockN;
+      // ---- S = Q @ K_j^T over the whole head dim ----
+      acquire(b, pr, tid);
+      const uint32_t k_smem = slot(b, item++);
+      float s_acc[kMTiles][kNTilesS][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s_acc[mt][n][e] = 0.f;
+#pragma unroll
+      for (int ks = 0; ks < kKStepsQK; ++ks) {
+        uint32_t a_ld[Traits::kQInRegs ? 1 : kMTiles][4];
+        if constexpr (!Traits::kQInRegs) {
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt)
+            ptx::ldmatrix_m8n8_x4(a_ld[mt], QTile::advance(q_lane, mt * 16, ks * 2));
+        }
+#pragma unroll
+        for (int np = 0; np < kNTilesS / 2; ++np) {
+          // Matrices (n0-7,k0-7) (n0-7,k8-15) (n8-15,k0-7) (n8-15,k8-15) -> b0,b1 of two n8 tiles.
+          uint32_t bk[4];
+          ptx::ldmatrix_m8n8_x4(bk, KTile::advance(k_smem + k_lane, np * 16, ks * 2));
+          const uint32_t b0[2] = {bk[0], bk[1]};
+          const uint32_t b1[2] = {bk[2], bk[3]};
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            if constexpr (Traits::kQInRegs) {
+              Num::mma_f32acc(s_acc[mt][2 * np], q_frag[mt][ks], b0);
+              Num::mma_f32acc(s_acc[mt][2 * np + 1], q_frag[mt][ks], b1);
+            } else {
+              Num::mma_f32acc(s_acc[mt][2 * np], a_ld[mt], b0);
+              Num::mma_f32acc(s_acc[mt][2 * np + 1], a_ld[mt], b1);
+            }
+          }
+        }
+      }
+
+      // ---- scale, mask, online softmax (base 2) ----
+      const uint8_t code = b.codes != nullptr ? b.codes[j] : static_cast<uint8_t>(kBlockFull);
+      const bool per_elem = code == kBlockPartial || n0 + kBlockN > p.len_kv ||
+                            (p.is_causal && n0 + kBlockN - 1 > m0 + p.causal_offset);
+      // Tiles without masking keep raw scores: the max of raw scores times the (positive) scale is
+      // the max of scaled ones, and P = exp2(s * scale - m) is one FFMA. Masked tiles are scaled
+      // (and masked) in place first, then use a factor of 1.
+      const float sf = per_elem ? 1.f : scale_log2;
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+        for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            if (per_elem) {
+              float x = s_acc[mt][n][e] * scale_log2;
+              const int row = m0 + warp_row0 + mt * 16 + g + (e / 2) * 8;
+              const int col = n0 + n * 8 + 2 * t4 + (e % 2);
+              if (col >= p.len_kv || (p.is_causal && col > row + p.causal_offset)) x = -CUDART_INF_F;
+              else if (code == kBlockPartial && row < p.len_q) x += mask_log2(mref, row, col);
+              s_acc[mt][n][e] = x;
+            }
+            tile_max[e / 2] = fmaxf(tile_max[e / 2], s_acc[mt][n][e]);
+          }
+        float alpha[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+          const float m_new = fmaxf(row_max[mt][r], tile_max[r] * sf);
+          // A row whose keys so far are all masked keeps max -inf: exponentiate against 0 then,
+          // so exp2(-inf - -inf) never makes a NaN (its P is 0, its O and l stay 0).
+          const float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
+          alpha[r] = ptx::ex2_approx_ftz(row_max[mt][r] - m_use);
+          row_max[mt][r] = m_new;
+          row_sum[mt][r] *= alpha[r];
+          tile_max[r] = -m_use;
+        }
+        // Once the row maxima settle, alpha is 1 for the whole warp: skip the O rescale.
+        if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
+#pragma unroll
+          for (int n = 0; n < kNTilesO; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o_acc[mt][n][e] *= alpha[e / 2];
+        }
+#pragma unroll
+        for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float pe = ptx::ex2_approx_ftz(fmaf(s_acc[mt][n][e], sf, tile_max[e / 2]));
+            row_sum[mt][e / 2] += pe;
+            s_acc[mt][n][e] = pe;
+          }
+      }
+
+      // ---- O += P @ V_j: P from registers (two S n8 tiles = one k16 A fragment) ----
+      acquire(b, pr, tid);
+      const uint32_t v_smem = slot(b, item++);
+#pragma unroll
+      for (int kk = 0; kk < kKStepsPV; ++kk) {
+        uint32_t pa[kMTiles][4];
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          pa[mt][0] = Num::pack2(s_acc[mt][2 * kk][0], s_acc[mt][2 * kk][1]);
+          pa[mt][1] = Num::pack2(s_acc[mt][2 * kk][2], s_acc[mt][2 * kk][3]);
+          pa[mt][2] = Num::pack2(s_acc[mt][2 * kk + 1][0], s_acc[mt][2 * kk + 1][1]);
+          pa[mt][3] = Num::pack2(s_acc[mt][2 * kk + 1][2], s_acc[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int np = 0; np < kNTilesO / 2; ++np) {
+          // Transposed matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15).
+          uint32_t bv[4];
+          ptx::ldmatrix_m8n8_x4_trans(bv, VTile::advance(v_smem + v_lane, kk * 16, np * 2));
+          const uint32_t b0[2] = {bv[0], bv[1]};
+          const uint32_t b1[2] = {bv[2], bv[3]};
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            Num::mma_f32acc(o_acc[mt][2 * np], pa[mt], b0);
+            Num::mma_f32acc(o_acc[mt][2 * np + 1], pa[mt], b1);
+          }
+        }
+      }
+    }
+    ptx::cp_async_wait_group<0>();
+
+    // ---- epilogue: row sums across the quad, O / l, LSE (natural log) ----
+    Element* o_base = static_cast<Element*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float l = row_sum[mt][r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int row = m0 + warp_row0 + mt * 16 + g + r * 8;
+        if (row >= p.len_q) continue;
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        Element* o_row = o_base + static_cast<int64_t>(row) * p.o_row_stride;
+#pragma unroll
+        for (int n = 0; n < kNTilesO; ++n)
+          *reinterpret_cast<uint32_t*>(o_row + n * 8 + 2 * t4) =
+              Num::pack2(o_acc[mt][n][2 * r] * inv, o_acc[mt][n][2 * r + 1] * inv);
+        if (p.lse != nullptr && t4 == 0) {
+          constexpr float kLn2 = 0.6931471805599453f;
+          const float m = row_max[mt][r];
+          p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] =
+              l > 0.f ? (m + __log2f(l)) * kLn2 : -CUDART_INF_F;
+        }
+      }
+  }
+};
+
+template <typename Traits>
+__global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocks) fa2_fwd_kernel(const __grid_constant__ FwdParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  extern __shared__ __align__(128) char smem[];
+  Fa2Fwd<Traits>::run(p, smem);
+#endif
+}
+
+}  // namespace ffpa::attn

@@ -1,0 +1,49 @@
+// attn_mask inside the kernels: how one mask element is read and turned into a base-2 additive
+// value. The block-map pre-pass (kernels/mask_block_map.cuh) summarises each tile. Torch-free.
+#pragma once
+#include <cstdint>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math_constants.h>
+
+#include "ffpa/params.h"
+
+namespace ffpa::attn {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// The mask of one (batch, head): a byte pointer at element (b, h, 0, 0) plus element strides.
+struct MaskRef {
+  const char* base;
+  MaskKind kind;
+  int64_t row_stride, col_stride;
+};
+
+__host__ __device__ __forceinline__ int mask_elem_bytes(MaskKind k) {
+  return k == MaskKind::kBool ? 1 : (k == MaskKind::kFloat32 ? 4 : 2);
+}
+
+__device__ __forceinline__ MaskRef mask_ref(const FwdParams& p, int batch, int head) {
+  const int64_t off = batch * p.mask_batch_stride + head * p.mask_head_stride;
+  return {static_cast<const char*>(p.mask) + off * mask_elem_bytes(p.mask_kind), p.mask_kind, p.mask_row_stride,
+          p.mask_col_stride};
+}
+
+// Raw mask value as "keep" (bool) or additive natural-log value (float kinds).
+__device__ __forceinline__ float mask_value(const MaskRef& m, int row, int col) {
+  const int64_t i = row * m.row_stride + col * m.col_stride;
+  switch (m.kind) {
+    case MaskKind::kBool: return reinterpret_cast<const uint8_t*>(m.base)[i] ? 0.f : -CUDART_INF_F;
+    case MaskKind::kFloat16: return __half2float(reinterpret_cast<const __half*>(m.base)[i]);
+    case MaskKind::kBFloat16: return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(m.base)[i]);
+    default: return reinterpret_cast<const float*>(m.base)[i];
+  }
+}
+
+// What the scores of (row, col) get added in base 2: 0 or -inf for bool masks.
+__device__ __forceinline__ float mask_log2(const MaskRef& m, int row, int col) {
+  const float x = mask_value(m, row, col);
+  return m.kind == MaskKind::kBool ? x : x * kLog2e;
+}
+
+}  // namespace ffpa::attn

@@ -1,0 +1,169 @@
+// Stand-alone tile/pipeline sweep of the FA-2 forward kernel family (no torch): builds several
+// Fa2Tile variants per head dim, checks each against the first variant's output on random
+// inputs, and prints TFLOPS from CUDA-event medians. For choosing the FA-2 tile table.
+//
+//   nvcc -std=c++17 -O3 --expt-relaxed-constexpr -Icsrc -Icsrc/include \
+//        -gencode=arch=compute_90a,code=sm_90a -o /tmp/tune_fa2 tools/tune_fa2.cu
+//   /tmp/tune_fa2 [B H N causal]      (default 1 32 8192 0)
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "ffpa/fa2_traits.h"
+#include "ffpa/kernels/fa2_fwd_sm80.cuh"
+
+using Elem = __nv_bfloat16;
+#define CK(x)                                                                          \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+__global__ void fill_random(Elem* x, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 16, h *= 0x7feb352du, h ^= h >> 15, h *= 0x846ca68bu, h ^= h >> 16;
+    x[i] = __float2bfloat16((h & 0xffffff) / float(0x1000000) * 2.f - 1.f);
+  }
+}
+
+__global__ void max_abs_diff(const Elem* a, const Elem* b, int64_t n, float* out) {
+  float m = 0.f;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const float d = fabsf(__bfloat162float(a[i]) - __bfloat162float(b[i]));
+    m = (d == d) ? fmaxf(m, d) : INFINITY;
+  }
+  atomicMax(reinterpret_cast<int*>(out), __float_as_int(m));  // non-negative floats order as ints
+}
+
+struct Problem {
+  int B, H, N;
+  bool causal;
+  Elem *q, *k, *v, *out, *ref;
+};
+
+template <int D, typename Cfg>
+void variant(const char* name, const Problem& pr, int stages, bool is_ref) {
+  using Traits = ffpa::Fa2Traits<Elem, D, D, Cfg>;
+  auto kernel = ffpa::attn::fa2_fwd_kernel<Traits>;
+  const int smem = Traits::smem_bytes(stages);
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
+    std::printf("D=%4d %-28s stages=%d smem=%d: does not fit\n", D, name, stages, smem);
+    cudaGetLastError();
+    return;
+  }
+  Elem* out = is_ref ? pr.ref : pr.out;
+  ffpa::FwdParams p{};
+  p.q = pr.q, p.k = pr.k, p.v = pr.v, p.o = out, p.lse = nullptr;
+  const int64_t row = D, head = (int64_t)pr.N * D, batch = head * pr.H;
+  p.q_batch_stride = p.k_batch_stride = p.v_batch_stride = p.o_batch_stride = batch;
+  p.q_head_stride = p.k_head_stride = p.v_head_stride = p.o_head_stride = head;
+  p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = row;
+  p.batch = pr.B, p.heads_q = pr.H, p.heads_kv = pr.H, p.len_q = pr.N, p.len_kv = pr.N;
+  p.head_dim = D, p.head_dim_v = D;
+  p.scale = 1.f / std::sqrt((float)D), p.scale_log2 = p.scale * 1.4426950408889634f;
+  p.is_causal = pr.causal, p.causal_offset = 0, p.num_stages = stages;
+  const dim3 grid((pr.N + Traits::kBlockM - 1) / Traits::kBlockM, pr.H, pr.B);
+  cudaFuncAttributes attr;
+  CK(cudaFuncGetAttributes(&attr, kernel));
+  kernel<<<grid, Traits::kThreads, smem>>>(p);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  float diff = 0.f;
+  if (!is_ref) {
+    float* d_diff;
+    CK(cudaMalloc(&d_diff, 4));
+    CK(cudaMemset(d_diff, 0, 4));
+    max_abs_diff<<<264, 256>>>(out, pr.ref, (int64_t)pr.B * pr.H * pr.N * D, d_diff);
+    CK(cudaMemcpy(&diff, d_diff, 4, cudaMemcpyDeviceToHost));
+    CK(cudaFree(d_diff));
+  }
+  std::vector<float> ms;
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < 15; ++i) {
+    CK(cudaEventRecord(a));
+    kernel<<<grid, Traits::kThreads, smem>>>(p);
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float t;
+    CK(cudaEventElapsedTime(&t, a, b));
+    if (i >= 3) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double t = ms[ms.size() / 2];
+  double flops = 4.0 * pr.B * pr.H * (double)pr.N * pr.N * D;
+  if (pr.causal) flops = flops * (pr.N + 1) / (2.0 * pr.N);
+  std::printf("D=%4d %-28s stages=%d Br=%3d Bc=%3d thr=%3d regs=%3d local=%3d smem=%6d  %7.3f ms  %6.1f TFLOPS  maxdiff=%.2e\n",
+              D, name, stages, Traits::kBlockM, Traits::kBlockN, Traits::kThreads, attr.numRegs,
+              (int)attr.localSizeBytes, smem, t, flops / t / 1e9, diff);
+}
+
+template <int D>
+void sweep(int B, int H, int N, bool causal) {
+  Problem pr{B, H, N, causal};
+  const int64_t n = (int64_t)B * H * N * D;
+  CK(cudaMalloc(&pr.q, n * 2));
+  CK(cudaMalloc(&pr.k, n * 2));
+  CK(cudaMalloc(&pr.v, n * 2));
+  CK(cudaMalloc(&pr.out, n * 2));
+  CK(cudaMalloc(&pr.ref, n * 2));
+  fill_random<<<1024, 256>>>(pr.q, n, 1u);
+  fill_random<<<1024, 256>>>(pr.k, n, 2u);
+  fill_random<<<1024, 256>>>(pr.v, n, 3u);
+  using ffpa::Fa2Tile;
+  // The first variant of each D is the reference (the current table entry).
+  variant<D, ffpa::Fa2TileFor<D>>("table", pr, 2, true);
+  variant<D, ffpa::Fa2TileFor<D>>("table", pr, 3, false);
+  // Run 2 (occupancy): 1 block of 4-8 warps per SM left one or two warps per scheduler and ran
+  // latency-bound; these variants cap registers (min_blocks) for 2-4 resident blocks.
+  if constexpr (D <= 64) {
+    variant<D, Fa2Tile<8, 1, 64, true, 2>>("8w x1 Bc64 qreg 2blk", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 64, false, 2>>("8w x1 Bc64 2blk", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 64, true, 4>>("4w x1 Bc64 qreg 4blk", pr, 2, false);
+    variant<D, Fa2Tile<4, 2, 64, false, 2>>("4w x2 Bc64 2blk", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 128, false, 2>>("8w x1 Bc128 2blk", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 128, true, 3>>("4w x1 Bc128 qreg 3blk", pr, 2, false);
+  } else if constexpr (D <= 128) {
+    variant<D, Fa2Tile<8, 1, 64, false, 2>>("8w x1 Bc64 2blk", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 32, false, 2>>("8w x1 Bc32 2blk", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 64, false, 3>>("4w x1 Bc64 3blk", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 64, false, 4>>("4w x1 Bc64 4blk", pr, 2, false);
+    variant<D, Fa2Tile<4, 2, 32, false, 2>>("4w x2 Bc32 2blk", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 32, false, 4>>("4w x1 Bc32 4blk", pr, 2, false);
+  } else {
+    variant<D, Fa2Tile<8, 1, 64, false>>("8w x1 Bc64", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 32, false>>("8w x1 Bc32", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 32, false, 2>>("4w x1 Bc32 2blk", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 64, false, 2>>("4w x1 Bc64 2blk", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 32, false, 2>>("8w x1 Bc32 2blk", pr, 2, false);
+  }
+  CK(cudaFree(pr.q));
+  CK(cudaFree(pr.k));
+  CK(cudaFree(pr.v));
+  CK(cudaFree(pr.out));
+  CK(cudaFree(pr.ref));
+}
+
+int main(int argc, char** argv) {
+  const int B = argc > 1 ? std::atoi(argv[1]) : 1;
+  const int H = argc > 2 ? std::atoi(argv[2]) : 32;
+  const int N = argc > 3 ? std::atoi(argv[3]) : 8192;
+  const bool causal = argc > 4 && std::atoi(argv[4]) != 0;
+#ifndef TUNE_DIMS
+  sweep<64>(B, H, N, causal);
+  sweep<128>(B, H, N, causal);
+  sweep<256>(B, H, N, causal);
+#else
+  TUNE_DIMS
+#endif
+  return 0;
+}
