@@ -123,28 +123,18 @@ void sweep(int B, int H, int N, bool causal) {
   // The first variant of each D is the reference (the current table entry).
   variant<D, ffpa::Fa2TileFor<D>>("table", pr, 2, true);
   variant<D, ffpa::Fa2TileFor<D>>("table", pr, 3, false);
-  // Run 2 (occupancy): 1 block of 4-8 warps per SM left one or two warps per scheduler and ran
-  // latency-bound; these variants cap registers (min_blocks) for 2-4 resident blocks.
+  // Run 4: D > 128 (O accumulator of D / 2 registers): fragment prefetch on/off, and the
+  // other dims at the run-3 winners.
   if constexpr (D <= 64) {
-    variant<D, Fa2Tile<8, 1, 64, true, 2>>("8w x1 Bc64 qreg 2blk", pr, 2, false);
-    variant<D, Fa2Tile<8, 1, 64, false, 2>>("8w x1 Bc64 2blk", pr, 2, false);
-    variant<D, Fa2Tile<4, 1, 64, true, 4>>("4w x1 Bc64 qreg 4blk", pr, 2, false);
     variant<D, Fa2Tile<4, 2, 64, false, 2>>("4w x2 Bc64 2blk", pr, 2, false);
-    variant<D, Fa2Tile<8, 1, 128, false, 2>>("8w x1 Bc128 2blk", pr, 2, false);
-    variant<D, Fa2Tile<4, 1, 128, true, 3>>("4w x1 Bc128 qreg 3blk", pr, 2, false);
   } else if constexpr (D <= 128) {
-    variant<D, Fa2Tile<8, 1, 64, false, 2>>("8w x1 Bc64 2blk", pr, 2, false);
-    variant<D, Fa2Tile<8, 1, 32, false, 2>>("8w x1 Bc32 2blk", pr, 2, false);
-    variant<D, Fa2Tile<4, 1, 64, false, 3>>("4w x1 Bc64 3blk", pr, 2, false);
-    variant<D, Fa2Tile<4, 1, 64, false, 4>>("4w x1 Bc64 4blk", pr, 2, false);
-    variant<D, Fa2Tile<4, 2, 32, false, 2>>("4w x2 Bc32 2blk", pr, 2, false);
-    variant<D, Fa2Tile<4, 1, 32, false, 4>>("4w x1 Bc32 4blk", pr, 2, false);
+    variant<D, Fa2Tile<4, 2, 64, false, 1>>("4w x2 Bc64", pr, 2, false);
+    variant<D, Fa2Tile<4, 2, 32, false, 1>>("4w x2 Bc32", pr, 2, false);
   } else {
-    variant<D, Fa2Tile<8, 1, 64, false>>("8w x1 Bc64", pr, 2, false);
-    variant<D, Fa2Tile<8, 1, 32, false>>("8w x1 Bc32", pr, 2, false);
-    variant<D, Fa2Tile<4, 1, 32, false, 2>>("4w x1 Bc32 2blk", pr, 2, false);
-    variant<D, Fa2Tile<4, 1, 64, false, 2>>("4w x1 Bc64 2blk", pr, 2, false);
-    variant<D, Fa2Tile<8, 1, 32, false, 2>>("8w x1 Bc32 2blk", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 64, false, 1, false>>("8w x1 Bc64 nopf", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 32, false, 1, false>>("8w x1 Bc32 nopf", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 64, false, 1, false>>("4w x1 Bc64 nopf", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 32, false, 1, true>>("8w x1 Bc32 pf", pr, 2, false);
   }
   CK(cudaFree(pr.q));
   CK(cudaFree(pr.k));
@@ -159,8 +149,10 @@ int main(int argc, char** argv) {
   const int N = argc > 3 ? std::atoi(argv[3]) : 8192;
   const bool causal = argc > 4 && std::atoi(argv[4]) != 0;
 #ifndef TUNE_DIMS
-  sweep<64>(B, H, N, causal);
-  sweep<128>(B, H, N, causal);
+  sweep<32>(B, H, N, causal);
+  sweep<96>(B, H, N, causal);
+  sweep<160>(B, H, N, causal);
+  sweep<192>(B, H, N, causal);
   sweep<256>(B, H, N, causal);
 #else
   TUNE_DIMS

@@ -14,27 +14,33 @@ namespace ffpa {
 // shared memory for two MMAs (halving ldmatrix traffic) at twice the accumulator registers.
 // q_in_regs keeps the Q fragments in registers for the whole block (no ldmatrix of Q per KV tile).
 // min_blocks is the blocks per SM the register allocation must allow (__launch_bounds__).
-template <int kWarps_, int kMTiles_, int kBlockN_, bool kQInRegs_, int kMinBlocks_ = 1>
+// prefetch loads the K/V (and Q) fragments of the next MMA step before the current step's MMAs
+// (double-buffered fragment registers), which hides ldmatrix latency where registers allow.
+template <int kWarps_, int kMTiles_, int kBlockN_, bool kQInRegs_, int kMinBlocks_ = 1, bool kPrefetch_ = true>
 struct Fa2Tile {
   static constexpr int warps = kWarps_;
   static constexpr int m_tiles = kMTiles_;
   static constexpr int block_n = kBlockN_;
   static constexpr bool q_in_regs = kQInRegs_;
   static constexpr int min_blocks = kMinBlocks_;
+  static constexpr bool prefetch = kPrefetch_;
 };
 
 // The FA-2 tile table, keyed by head dim (D = max(E, Ev) for unequal pairs).
 // Registers per thread ~ 4 * m_tiles * (Dv / 8 + block_n / 8) fp32 accumulators (+ D / 4 with
 // q_in_regs); kept under ~200 so nothing spills at 255.
-// Measured on an H100 (tools/tune_fa2.cu, 2026-11-21, bf16 B=1 H=32 N=8192 and B=8 H=16 N=2048;
-// docs/tuning_fa2.md): one block of 4-8 warps per SM leaves one or two warps per scheduler and
-// runs latency-bound (~95-160 TFLOPS); capping registers at 128 for two resident 8-warp blocks
-// gave +50-90% at D <= 128 despite a few spilled bytes. D > 128 needs its O accumulator
-// (D / 2 registers) and stays at one 8-warp block.
+// Measured on an H100 (tools/tune_fa2.cu, 2026-11-21, bf16 B=1 H=32 N=8192; docs/tuning_fa2.md).
+// Two m-tiles per warp (each K/V fragment feeds two MMAs) with fragment prefetch is the fastest
+// shape up to D = 128, even where ptxas spills a few loop invariants (D=128: 359 TFLOPS against
+// 305 for 8 warps x 1 m-tile at 128 registers). Above 128 the O accumulator (D / 2 registers per
+// thread at one m-tile) leaves no room for prefetch buffers: one m-tile, no prefetch (4 warps up
+// to D = 192, two blocks per SM; 8 warps above, spill-free).
 template <int kHeadDim>
 using Fa2TileFor = std::conditional_t<
-    (kHeadDim <= 64), Fa2Tile<8, 1, 64, true, 2>,
-    std::conditional_t<(kHeadDim <= 128), Fa2Tile<8, 1, 64, false, 2>, Fa2Tile<8, 1, 64, false, 1>>>;
+    (kHeadDim <= 64), Fa2Tile<4, 2, 64, false, 2>,
+    std::conditional_t<(kHeadDim <= 128), Fa2Tile<4, 2, 64, false, 1>,
+                       std::conditional_t<(kHeadDim <= 192), Fa2Tile<4, 1, 64, false, 1, false>,
+                                          Fa2Tile<8, 1, 64, false, 1, false>>>>;
 
 template <typename Element_, int kHeadDim_, int kHeadDimV_, typename Cfg>
 struct Fa2Traits {
@@ -50,6 +56,7 @@ struct Fa2Traits {
   static constexpr int kBlockN = Cfg::block_n;
   static constexpr bool kQInRegs = Cfg::q_in_regs;
   static constexpr int kMinBlocks = Cfg::min_blocks;
+  static constexpr bool kPrefetch = Cfg::prefetch;
 
   static constexpr int kNTilesS = kBlockN / 8;     // m16n8 S tiles per m-tile
   static constexpr int kNTilesO = kHeadDimV / 8;   // m16n8 O tiles per m-tile

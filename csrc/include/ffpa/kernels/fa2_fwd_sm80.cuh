@@ -46,11 +46,11 @@ struct Fa2Fwd {
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
 
+  // Loop-invariant state kept in registers; everything else is read from the (constant-bank)
+  // params when needed, so the hot loop's register budget goes to fragments.
   struct Block {
     const Element* k;  // row 0 of the kv head
     const Element* v;
-    int64_t k_row_stride, v_row_stride;
-    int len_kv;
     int n_end;             // key tiles [0, n_end) can hold visible keys (causal cut)
     const uint8_t* codes;  // this query block's row of the mask block map, or null
     int num_stages;
@@ -59,9 +59,9 @@ struct Fa2Fwd {
 
   // The loader runs num_stages - 1 items ahead of the consumer: its own walk over the tiles.
   struct Producer {
-    int tile;    // tile of the next item
-    int is_v;    // 0: its K tile is next, 1: its V tile
-    int issued;  // items issued so far (ring slot = issued % num_stages)
+    int tile;  // tile of the next item
+    int is_v;  // 0: its K tile is next, 1: its V tile
+    int slot;  // ring slot it goes to
   };
 
   static __device__ __forceinline__ int next_tile(const Block& b, int j) {
@@ -70,58 +70,117 @@ struct Fa2Fwd {
     return j;
   }
 
-  static __device__ __forceinline__ uint32_t slot(const Block& b, int item) {
-    return b.ring + static_cast<uint32_t>((item % b.num_stages) * Traits::kStageBytes);
+  static __device__ __forceinline__ uint32_t slot_addr(const Block& b, int slot) {
+    return b.ring + static_cast<uint32_t>(slot * Traits::kStageBytes);
+  }
+  static __device__ __forceinline__ int next_slot(const Block& b, int slot) {
+    return slot + 1 == b.num_stages ? 0 : slot + 1;
   }
 
-  // Rows [0, kRows) x all kCols columns of a row-major matrix into a shared tile; rows at or
-  // past `valid_rows` are zero-filled (finite values keep the masked lanes of P@V at 0).
-  template <typename TileT, int kRows, int kCols>
+  // Rows [0, kRows) x all kCols columns of a row-major matrix into a shared tile; with kCheck,
+  // rows at or past `valid_rows` are zero-filled (finite values keep the masked lanes of P@V at
+  // 0). When the block's threads cover whole rows, each thread copies one fixed 16-byte unit of
+  // rows r0, r0 + R, r0 + 2R, ...: one pointer and one shared address, stepped by constants.
+  template <typename TileT, int kRows, int kCols, bool kCheck>
   static __device__ __forceinline__ void load_rows(uint32_t dst, const Element* src, int64_t row_stride,
                                                    int valid_rows, int tid) {
     constexpr int kUnits = kCols / 8;
     constexpr int kTotal = kRows * kUnits;
-    constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
+    if constexpr (kThreads % kUnits == 0 && kTotal % kThreads == 0 && (kThreads / kUnits) % 8 == 0) {
+      constexpr int kR = kThreads / kUnits;  // rows per pass
+      const int r0 = tid / kUnits;
+      const int u = tid % kUnits;
+      const Element* g = src + r0 * row_stride + u * 8;
+      const uint32_t s0 = dst + TileT::unit_offset(r0, u);
+      const int64_t step = kR * row_stride;
 #pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-      const int i = tid + it * kThreads;
-      if (kTotal % kThreads == 0 || i < kTotal) {
-        const int r = i / kUnits;
-        const int u = i % kUnits;
-        const bool valid = r < valid_rows;
-        ptx::cp_async_cg_16(dst + TileT::unit_offset(r, u), src + (valid ? r : 0) * row_stride + u * 8, valid);
+      for (int it = 0; it < kTotal / kThreads; ++it, g += step) {
+        const bool valid = !kCheck || r0 + it * kR < valid_rows;
+        ptx::cp_async_cg_16(TileT::advance(s0, it * kR, 0), valid ? g : src, valid);
+      }
+    } else {
+      constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const int i = tid + it * kThreads;
+        if (kTotal % kThreads == 0 || i < kTotal) {
+          const int r = i / kUnits;
+          const int u = i % kUnits;
+          const bool valid = !kCheck || r < valid_rows;
+          ptx::cp_async_cg_16(dst + TileT::unit_offset(r, u), src + (valid ? r : 0) * row_stride + u * 8, valid);
+        }
       }
     }
   }
 
-  static __device__ __forceinline__ void issue(const Block& b, Producer& pr, int tid) {
+  template <typename TileT, int kCols>
+  static __device__ __forceinline__ void load_kv_tile(uint32_t dst, const Element* src, int64_t row_stride,
+                                                      int valid_rows, int tid) {
+    if (valid_rows >= kBlockN)
+      load_rows<TileT, kBlockN, kCols, false>(dst, src, row_stride, valid_rows, tid);
+    else
+      load_rows<TileT, kBlockN, kCols, true>(dst, src, row_stride, valid_rows, tid);
+  }
+
+  static __device__ __forceinline__ void issue(const FwdParams& p, const Block& b, Producer& pr, int tid) {
     if (pr.tile >= b.n_end) return;
-    const uint32_t dst = slot(b, pr.issued);
+    const uint32_t dst = slot_addr(b, pr.slot);
     const int n0 = pr.tile * kBlockN;
     if (pr.is_v == 0) {
-      load_rows<KTile, kBlockN, Traits::kHeadDim>(dst, b.k + n0 * b.k_row_stride, b.k_row_stride, b.len_kv - n0, tid);
+      load_kv_tile<KTile, Traits::kHeadDim>(dst, b.k + n0 * p.k_row_stride, p.k_row_stride, p.len_kv - n0, tid);
       pr.is_v = 1;
     } else {
-      load_rows<VTile, kBlockN, Traits::kHeadDimV>(dst, b.v + n0 * b.v_row_stride, b.v_row_stride, b.len_kv - n0, tid);
+      load_kv_tile<VTile, Traits::kHeadDimV>(dst, b.v + n0 * p.v_row_stride, p.v_row_stride, p.len_kv - n0, tid);
       pr.is_v = 0;
       pr.tile = next_tile(b, pr.tile + 1);
     }
-    ++pr.issued;
+    pr.slot = next_slot(b, pr.slot);
+  }
+
+  // Scale the scores of a tile that needs masking (base 2), then apply the sequence end, the
+  // causal limit and, in kBlockPartial tiles, attn_mask. Off the hot path: only boundary tiles.
+  static __device__ __forceinline__ void mask_tile(float (&s_acc)[kMTiles][kNTilesS][4], const FwdParams& p,
+                                                   uint8_t code, float scale_log2, int row0, int n0, int g, int t4) {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = row0 + mt * 16 + g + (e / 2) * 8;
+          const int col = n0 + n * 8 + 2 * t4 + (e % 2);
+          float x = s_acc[mt][n][e] * scale_log2;
+          if (col >= p.len_kv || (p.is_causal && col > row + p.causal_offset)) x = -CUDART_INF_F;
+          s_acc[mt][n][e] = x;
+        }
+    if (code != kBlockPartial) return;
+    const MaskRef mref = mask_ref(p, blockIdx.z, blockIdx.y);
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = row0 + mt * 16 + g + (e / 2) * 8;
+          const int col = n0 + n * 8 + 2 * t4 + (e % 2);
+          if (row < p.len_q && col < p.len_kv && s_acc[mt][n][e] != -CUDART_INF_F)
+            s_acc[mt][n][e] += mask_log2(mref, row, col);
+        }
   }
 
   // Make the consumer's next item resident and keep the ring full. Every call commits exactly
   // one group (possibly empty), so "the item landed" is "at most num_stages - 2 groups pending".
-  static __device__ __forceinline__ void acquire(const Block& b, Producer& pr, int tid) {
+  static __device__ __forceinline__ void acquire(const FwdParams& p, const Block& b, Producer& pr, int tid) {
     if (b.num_stages == 1) {
       __syncthreads();  // everyone is done reading the single buffer
-      issue(b, pr, tid);
+      issue(p, b, pr, tid);
       ptx::cp_async_commit_group();
       ptx::cp_async_wait_group<0>();
       __syncthreads();
     } else {
       ptx::cp_async_wait_group_dyn(b.num_stages - 2);
       __syncthreads();  // the item is visible to all; everyone is done with the slot refilled next
-      issue(b, pr, tid);
+      issue(p, b, pr, tid);
       ptx::cp_async_commit_group();
     }
   }
@@ -144,9 +203,6 @@ struct Fa2Fwd {
     Block b;
     b.k = static_cast<const Element*>(p.k) + batch * p.k_batch_stride + head_kv * p.k_head_stride;
     b.v = static_cast<const Element*>(p.v) + batch * p.v_batch_stride + head_kv * p.v_head_stride;
-    b.k_row_stride = p.k_row_stride;
-    b.v_row_stride = p.v_row_stride;
-    b.len_kv = p.len_kv;
     // Causal: the block's last valid row sees keys up to (row + causal_offset).
     const int kv_end = p.is_causal ? max(0, min(p.len_kv, m0 + rows_q + p.causal_offset)) : p.len_kv;
     b.n_end = (kv_end + kBlockN - 1) / kBlockN;
@@ -157,19 +213,17 @@ struct Fa2Fwd {
     b.num_stages = p.num_stages;
     const uint32_t q_smem = ptx::smem_u32addr(smem);
     b.ring = q_smem + Traits::kQBytes;
-    MaskRef mref{};
-    if (p.mask != nullptr) mref = mask_ref(p, batch, head);
 
     // Q once (its own group, committed first: the first acquire waits for it too), then the
     // prologue fills num_stages - 1 ring slots.
     const Element* q = static_cast<const Element*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride +
                        static_cast<int64_t>(m0) * p.q_row_stride;
-    load_rows<QTile, kBlockM, Traits::kHeadDim>(q_smem, q, p.q_row_stride, rows_q, tid);
+    load_rows<QTile, kBlockM, Traits::kHeadDim, true>(q_smem, q, p.q_row_stride, rows_q, tid);
     ptx::cp_async_commit_group();
     Producer pr{next_tile(b, 0), 0, 0};
     const int first_tile = pr.tile;
     for (int s = 0; s < b.num_stages - 1; ++s) {
-      issue(b, pr, tid);
+      issue(p, b, pr, tid);
       ptx::cp_async_commit_group();
     }
 
@@ -215,12 +269,13 @@ struct Fa2Fwd {
         for (int e = 0; e < 4; ++e) o_acc[mt][n][e] = 0.f;
     }
 
-    int item = 0;
+    int slot = 0;  // the consumer's ring slot
     for (int j = first_tile; j < b.n_end; j = next_tile(b, j + 1)) {
       const int n0 = j * kBlockN;
       // ---- S = Q @ K_j^T over the whole head dim ----
-      acquire(b, pr, tid);
-      const uint32_t k_smem = slot(b, item++);
+      acquire(p, b, pr, tid);
+      const uint32_t k_smem = slot_addr(b, slot) + k_lane;
+      slot = next_slot(b, slot);
       float s_acc[kMTiles][kNTilesS][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
@@ -228,29 +283,46 @@ struct Fa2Fwd {
         for (int n = 0; n < kNTilesS; ++n)
 #pragma unroll
           for (int e = 0; e < 4; ++e) s_acc[mt][n][e] = 0.f;
-#pragma unroll
-      for (int ks = 0; ks < kKStepsQK; ++ks) {
-        uint32_t a_ld[Traits::kQInRegs ? 1 : kMTiles][4];
+      {
+        // Steps (ks, np) in order; the fragments of step st + 1 are loaded before the MMAs of
+        // step st, so ldmatrix latency overlaps the tensor cores instead of stalling them.
+        constexpr int kNP = kNTilesS / 2;
+        constexpr int kSteps = kKStepsQK * kNP;
+        constexpr int kBuf = Traits::kPrefetch ? 2 : 1;  // fragment buffers
+        uint32_t bk[kBuf][4];
+        uint32_t a_ld[Traits::kQInRegs ? 1 : kBuf][kMTiles][4];
         if constexpr (!Traits::kQInRegs) {
 #pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt)
-            ptx::ldmatrix_m8n8_x4(a_ld[mt], QTile::advance(q_lane, mt * 16, ks * 2));
+          for (int mt = 0; mt < kMTiles; ++mt) ptx::ldmatrix_m8n8_x4(a_ld[0][mt], QTile::advance(q_lane, mt * 16, 0));
         }
+        // Matrices (n0-7,k0-7) (n0-7,k8-15) (n8-15,k0-7) (n8-15,k8-15) -> b0,b1 of two n8 tiles.
+        ptx::ldmatrix_m8n8_x4(bk[0], k_smem);
 #pragma unroll
-        for (int np = 0; np < kNTilesS / 2; ++np) {
-          // Matrices (n0-7,k0-7) (n0-7,k8-15) (n8-15,k0-7) (n8-15,k8-15) -> b0,b1 of two n8 tiles.
-          uint32_t bk[4];
-          ptx::ldmatrix_m8n8_x4(bk, KTile::advance(k_smem + k_lane, np * 16, ks * 2));
-          const uint32_t b0[2] = {bk[0], bk[1]};
-          const uint32_t b1[2] = {bk[2], bk[3]};
+        for (int st = 0; st < kSteps; ++st) {
+          const int ks = st / kNP, np = st % kNP;
+          // Without prefetch, step st loads its own fragments (into buffer 0) right here.
+          const int ld = Traits::kPrefetch ? st + 1 : st;
+          if (ld < kSteps && (Traits::kPrefetch || st > 0)) {
+            const int ks1 = ld / kNP, np1 = ld % kNP;
+            if constexpr (!Traits::kQInRegs) {
+              if (np1 == 0) {
+#pragma unroll
+                for (int mt = 0; mt < kMTiles; ++mt)
+                  ptx::ldmatrix_m8n8_x4(a_ld[ks1 % kBuf][mt], QTile::advance(q_lane, mt * 16, ks1 * 2));
+              }
+            }
+            ptx::ldmatrix_m8n8_x4(bk[ld % kBuf], KTile::advance(k_smem, np1 * 16, ks1 * 2));
+          }
+          const uint32_t b0[2] = {bk[st % kBuf][0], bk[st % kBuf][1]};
+          const uint32_t b1[2] = {bk[st % kBuf][2], bk[st % kBuf][3]};
 #pragma unroll
           for (int mt = 0; mt < kMTiles; ++mt) {
             if constexpr (Traits::kQInRegs) {
               Num::mma_f32acc(s_acc[mt][2 * np], q_frag[mt][ks], b0);
               Num::mma_f32acc(s_acc[mt][2 * np + 1], q_frag[mt][ks], b1);
             } else {
-              Num::mma_f32acc(s_acc[mt][2 * np], a_ld[mt], b0);
-              Num::mma_f32acc(s_acc[mt][2 * np + 1], a_ld[mt], b1);
+              Num::mma_f32acc(s_acc[mt][2 * np], a_ld[ks % kBuf][mt], b0);
+              Num::mma_f32acc(s_acc[mt][2 * np + 1], a_ld[ks % kBuf][mt], b1);
             }
           }
         }
@@ -263,25 +335,17 @@ struct Fa2Fwd {
       // Tiles without masking keep raw scores: the max of raw scores times the (positive) scale is
       // the max of scaled ones, and P = exp2(s * scale - m) is one FFMA. Masked tiles are scaled
       // (and masked) in place first, then use a factor of 1.
+      if (per_elem) mask_tile(s_acc, p, code, scale_log2, m0 + warp_row0, n0, g, t4);
       const float sf = per_elem ? 1.f : scale_log2;
+      uint32_t p_frag[kMTiles][kKStepsPV][4];  // P as the A operand of P@V, b16
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
         float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
         for (int n = 0; n < kNTilesS; ++n)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            if (per_elem) {
-              float x = s_acc[mt][n][e] * scale_log2;
-              const int row = m0 + warp_row0 + mt * 16 + g + (e / 2) * 8;
-              const int col = n0 + n * 8 + 2 * t4 + (e % 2);
-              if (col >= p.len_kv || (p.is_causal && col > row + p.causal_offset)) x = -CUDART_INF_F;
-              else if (code == kBlockPartial && row < p.len_q) x += mask_log2(mref, row, col);
-              s_acc[mt][n][e] = x;
-            }
-            tile_max[e / 2] = fmaxf(tile_max[e / 2], s_acc[mt][n][e]);
-          }
-        float alpha[2];
+          for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], s_acc[mt][n][e]);
+        float alpha[2], neg_m[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
@@ -293,7 +357,7 @@ struct Fa2Fwd {
           alpha[r] = ptx::ex2_approx_ftz(row_max[mt][r] - m_use);
           row_max[mt][r] = m_new;
           row_sum[mt][r] *= alpha[r];
-          tile_max[r] = -m_use;
+          neg_m[r] = -m_use;
         }
         // Once the row maxima settle, alpha is 1 for the whole warp: skip the O rescale.
         if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
@@ -302,40 +366,43 @@ struct Fa2Fwd {
 #pragma unroll
             for (int e = 0; e < 4; ++e) o_acc[mt][n][e] *= alpha[e / 2];
         }
+        // The accumulator layout of S n8 tiles 2kk and 2kk+1 is the A layout of k-step kk.
 #pragma unroll
-        for (int n = 0; n < kNTilesS; ++n)
+        for (int n = 0; n < kNTilesS; ++n) {
+          float pe[4];
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float pe = ptx::ex2_approx_ftz(fmaf(s_acc[mt][n][e], sf, tile_max[e / 2]));
-            row_sum[mt][e / 2] += pe;
-            s_acc[mt][n][e] = pe;
+            pe[e] = ptx::ex2_approx_ftz(fmaf(s_acc[mt][n][e], sf, neg_m[e / 2]));
+            row_sum[mt][e / 2] += pe[e];
           }
+          p_frag[mt][n / 2][(n % 2) * 2 + 0] = Num::pack2(pe[0], pe[1]);
+          p_frag[mt][n / 2][(n % 2) * 2 + 1] = Num::pack2(pe[2], pe[3]);
+        }
       }
 
-      // ---- O += P @ V_j: P from registers (two S n8 tiles = one k16 A fragment) ----
-      acquire(b, pr, tid);
-      const uint32_t v_smem = slot(b, item++);
+      // ---- O += P @ V_j: P from registers, V fragments double-buffered like K's ----
+      acquire(p, b, pr, tid);
+      const uint32_t v_smem = slot_addr(b, slot) + v_lane;
+      slot = next_slot(b, slot);
+      {
+        constexpr int kNP = kNTilesO / 2;
+        constexpr int kSteps = kKStepsPV * kNP;
+        constexpr int kBuf = Traits::kPrefetch ? 2 : 1;
+        uint32_t bv[kBuf][4];
+        // Transposed matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15).
+        ptx::ldmatrix_m8n8_x4_trans(bv[0], v_smem);
 #pragma unroll
-      for (int kk = 0; kk < kKStepsPV; ++kk) {
-        uint32_t pa[kMTiles][4];
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          pa[mt][0] = Num::pack2(s_acc[mt][2 * kk][0], s_acc[mt][2 * kk][1]);
-          pa[mt][1] = Num::pack2(s_acc[mt][2 * kk][2], s_acc[mt][2 * kk][3]);
-          pa[mt][2] = Num::pack2(s_acc[mt][2 * kk + 1][0], s_acc[mt][2 * kk + 1][1]);
-          pa[mt][3] = Num::pack2(s_acc[mt][2 * kk + 1][2], s_acc[mt][2 * kk + 1][3]);
-        }
-#pragma unroll
-        for (int np = 0; np < kNTilesO / 2; ++np) {
-          // Transposed matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15).
-          uint32_t bv[4];
-          ptx::ldmatrix_m8n8_x4_trans(bv, VTile::advance(v_smem + v_lane, kk * 16, np * 2));
-          const uint32_t b0[2] = {bv[0], bv[1]};
-          const uint32_t b1[2] = {bv[2], bv[3]};
+        for (int st = 0; st < kSteps; ++st) {
+          const int kk = st / kNP, np = st % kNP;
+          const int ld = Traits::kPrefetch ? st + 1 : st;
+          if (ld < kSteps && (Traits::kPrefetch || st > 0))
+            ptx::ldmatrix_m8n8_x4_trans(bv[ld % kBuf], VTile::advance(v_smem, (ld / kNP) * 16, (ld % kNP) * 2));
+          const uint32_t b0[2] = {bv[st % kBuf][0], bv[st % kBuf][1]};
+          const uint32_t b1[2] = {bv[st % kBuf][2], bv[st % kBuf][3]};
 #pragma unroll
           for (int mt = 0; mt < kMTiles; ++mt) {
-            Num::mma_f32acc(o_acc[mt][2 * np], pa[mt], b0);
-            Num::mma_f32acc(o_acc[mt][2 * np + 1], pa[mt], b1);
+            Num::mma_f32acc(o_acc[mt][2 * np], p_frag[mt][kk], b0);
+            Num::mma_f32acc(o_acc[mt][2 * np + 1], p_frag[mt][kk], b1);
           }
         }
       }
