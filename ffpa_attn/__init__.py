@@ -1,14 +1,17 @@
-"""ffpa-attn: FFPA (Faster Flash Prefill Attention) CUDA kernels for large head dims,
-usable as a drop-in for ``torch.nn.functional.scaled_dot_product_attention``.
+"""ffpa-attn: CUDA attention kernels (an FA-2 family for head dims <= 256, FFPA -- Faster
+Flash Prefill Attention -- for large head dims), usable as a drop-in for
+``torch.nn.functional.scaled_dot_product_attention``.
 
     import ffpa_attn
     out = ffpa_attn.forward(q, k, v, is_causal=True)          # same semantics as SDPA
+    out = ffpa_attn.forward(q, k, v, attn_mask=mask)           # bool or additive masks
+    out = ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right")  # prefill
     out, lse = ffpa_attn.forward(q, k, v, return_lse=True)     # plus natural-log LSE
     with ffpa_attn.sdpa_patched():                              # route F.sdpa through it
         model(x)
 
-Calls the kernels cannot run (CPU tensors, masks, dropout, autograd, uncompiled head
-dims, ...) fall back to torch SDPA with a one-time ``FFPAFallbackWarning`` per reason.
+Calls the kernels cannot run (CPU tensors, dropout, autograd, uncompiled head dims, ...)
+fall back to torch SDPA with a one-time ``FFPAFallbackWarning`` per reason.
 """
 
 __version__ = "0.1.0"  # keep first: _ops reads it while the package is importing

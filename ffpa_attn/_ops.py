@@ -2,12 +2,18 @@
 
 Importing ``ffpa_attn._C`` registers ``torch.ops.ffpa_attn.ffpa_fwd`` (CUDA only):
 
-    ffpa_fwd(Tensor q, Tensor k, Tensor v, float scale, bool is_causal,
-             int level, int num_stages) -> (Tensor out, Tensor lse)
+    ffpa_fwd(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float scale, bool is_causal,
+             bool causal_bottom_right, int level, int num_stages) -> (Tensor out, Tensor lse)
 
 with q: (B, Hq, L, D), k: (B, Hkv, S, D), v: (B, Hkv, S, Dv), out: (B, Hq, L, Dv) in q's
-dtype and lse: (B, Hq, L) float32 (natural log).  The extension may be missing (not
-built, or built against something else); the package then still imports and
+dtype and lse: (B, Hq, L) float32 (natural log).  attn_mask: None or 4-D, every dim 1 or
+(B, Hq, L, S), any strides, bool (True = attend) or float16/bfloat16/float32 (added to the
+scaled scores), varying over at most 65535 (batch, head) slices.  level: 0 = auto (FA-2 family where the head-dim pair is compiled for it,
+else FFPA L1), 1 = FFPA L1.  Fully masked rows give out = 0 and lse = -inf.
+
+Also owns what the build contains (``build_info()``: families, head dims, (E, Ev) pairs,
+dtypes, archs).  The extension may be missing (not built, built against something else,
+or registering an older op schema); the package then still imports and
 ``ffpa_attn.forward`` falls back to torch SDPA.
 """
 
@@ -25,13 +31,22 @@ __all__ = [
     "build_info",
     "ffpa_fwd",
     "ffpa_fwd_realigned",
+    "fa2_head_dims",
     "l1_head_dims",
+    "head_dims",
+    "head_dim_pairs",
+    "built_families",
     "built_archs",
     "built_ptx_archs",
     "built_dtypes",
 ]
 
 _OP_QUALNAME = "ffpa_attn::ffpa_fwd"
+# Argument names of the op schema this Python layer calls (see the module doc).
+_OP_ARGS = (
+    "q", "k", "v", "attn_mask", "scale", "is_causal", "causal_bottom_right", "level", "num_stages",
+)
+FAMILIES = ("fa2", "ffpa_l1")  # kernel families, in the order auto routing tries them
 
 # --------------------------------------------------------------------------- loading
 _C: Any = None
@@ -61,10 +76,40 @@ def _lookup_op() -> Any:
         return None
 
 
+def _schema_args(op: Any) -> Tuple[str, ...]:
+    try:
+        return tuple(a.name for a in op.default._schema.arguments)
+    except (AttributeError, RuntimeError):
+        return ()
+
+
+def _stale_schema_error(op: Any) -> Optional[str]:
+    """Why the registered op cannot be called by this layer (``None`` when it can)."""
+    args = _schema_args(op)
+    if args == _OP_ARGS:
+        return None
+    return (
+        f"ffpa_attn._C registers ffpa_fwd({', '.join(args)}), this Python layer calls "
+        f"ffpa_fwd({', '.join(_OP_ARGS)}): the extension is stale, rebuild it "
+        "(pip install --no-build-isolation .)"
+    )
+
+
 _OP = _lookup_op() if _C is not None else None
 if _C is not None and _OP is None:
     _IMPORT_ERROR = (
         "ffpa_attn._C was imported but did not register torch.ops.ffpa_attn.ffpa_fwd"
+    )
+elif _OP is not None and _stale_schema_error(_OP) is not None:
+    # A binary built from older sources: calling it with this layer's arguments would fail
+    # (or worse, bind them to the wrong parameters). Treat it as unavailable, loudly.
+    _IMPORT_ERROR = _stale_schema_error(_OP)
+    _OP = None
+    warnings.warn(
+        f"ffpa_attn: {_IMPORT_ERROR}; every call will fall back to "
+        "torch.nn.functional.scaled_dot_product_attention.",
+        RuntimeWarning,
+        stacklevel=2,
     )
 
 
@@ -95,6 +140,7 @@ def _load_build_info() -> Dict[str, Any]:
         "archs": [],
         "families": [],
         "head_dims": {},
+        "head_dim_pairs": {},
         "dtypes": [],
     }
     if _OP is not None and hasattr(_C, "build_info"):
@@ -106,6 +152,10 @@ def _load_build_info() -> Dict[str, Any]:
                 RuntimeWarning,
                 stacklevel=2,
             )
+    if not info.get("head_dim_pairs"):  # manifests before Ev != E: pairs (d, d)
+        info["head_dim_pairs"] = {
+            f: [[d, d] for d in dims] for f, dims in (info.get("head_dims") or {}).items()
+        }
     info["extension_available"] = _OP is not None
     info["import_error"] = _IMPORT_ERROR
     return info
@@ -118,8 +168,10 @@ def build_info() -> Dict[str, Any]:
     """What this installation was built with.
 
     Keys: ``version``, ``cuda_version`` (``None`` when not built), ``archs`` (e.g.
-    ``["80", "89", "90a"]``), ``families`` (e.g. ``["ffpa_l1"]``), ``head_dims``
-    (family -> list of compiled head dims), ``dtypes``, ``extension_available`` and
+    ``["80", "89", "90a"]``), ``ptx`` (archs whose PTX is embedded), ``families`` (e.g.
+    ``["fa2", "ffpa_l1"]``), ``head_dims`` (family -> list of compiled head dims E),
+    ``head_dim_pairs`` (family -> list of compiled ``[E, Ev]`` pairs; ``[d, d]`` per head
+    dim when the build does not list them), ``dtypes``, ``extension_available`` and
     ``import_error`` (why the extension is missing, else ``None``).  Returns a copy.
     """
     return copy.deepcopy(_BUILD_INFO)
@@ -135,10 +187,24 @@ def _int_set(values: Any) -> FrozenSet[int]:
     return frozenset(out)
 
 
+def _pair_set(values: Any) -> FrozenSet[Tuple[int, int]]:
+    out = set()
+    for p in values or ():
+        try:
+            e, ev = p
+            out.add((int(e), int(ev)))
+        except (TypeError, ValueError):
+            pass
+    return frozenset(out)
+
+
 # Plain module globals: cheap in eager mode and constant for torch.compile.
-_L1_HEAD_DIMS: FrozenSet[int] = _int_set(
-    (_BUILD_INFO.get("head_dims") or {}).get("ffpa_l1", ())
-)
+_HEAD_DIMS: Dict[str, FrozenSet[int]] = {
+    f: _int_set((_BUILD_INFO.get("head_dims") or {}).get(f, ())) for f in FAMILIES
+}
+_PAIRS: Dict[str, FrozenSet[Tuple[int, int]]] = {
+    f: _pair_set((_BUILD_INFO.get("head_dim_pairs") or {}).get(f, ())) for f in FAMILIES
+}
 _ARCHS: Tuple[str, ...] = tuple(str(a) for a in (_BUILD_INFO.get("archs") or ()))
 _DTYPES: FrozenSet[str] = frozenset(str(d) for d in (_BUILD_INFO.get("dtypes") or ()))
 
@@ -161,9 +227,29 @@ _PTX_ARCHS: Tuple[str, ...] = (
 )
 
 
+def built_families() -> Tuple[str, ...]:
+    """Kernel families with at least one compiled head-dim pair, e.g. ``("fa2", "ffpa_l1")``."""
+    return tuple(f for f in FAMILIES if _PAIRS.get(f))
+
+
+def head_dims(family: str) -> FrozenSet[int]:
+    """Head dims E compiled for ``family`` ("fa2" or "ffpa_l1"; empty when not built)."""
+    return _HEAD_DIMS.get(family, frozenset())
+
+
+def head_dim_pairs(family: str) -> FrozenSet[Tuple[int, int]]:
+    """(E, Ev) head-dim pairs compiled for ``family`` (empty when not built)."""
+    return _PAIRS.get(family, frozenset())
+
+
+def fa2_head_dims() -> FrozenSet[int]:
+    """Head dims compiled for the FA-2 kernel family (empty when not built)."""
+    return head_dims("fa2")
+
+
 def l1_head_dims() -> FrozenSet[int]:
     """Head dims compiled for the FFPA L1 kernel (empty when not built)."""
-    return _L1_HEAD_DIMS
+    return head_dims("ffpa_l1")
 
 
 def built_archs() -> Tuple[str, ...]:
@@ -198,14 +284,21 @@ def _ffpa_fwd_fake(
     q: Tensor,
     k: Tensor,
     v: Tensor,
+    attn_mask: Optional[Tensor],
     scale: float,
     is_causal: bool,
+    causal_bottom_right: bool,
     level: int,
     num_stages: int,
 ) -> Tuple[Tensor, Tensor]:
     torch._check(q.dim() == 4, lambda: f"ffpa_fwd: q must be 4-D, got {q.dim()}-D")
     torch._check(k.dim() == 4, lambda: f"ffpa_fwd: k must be 4-D, got {k.dim()}-D")
     torch._check(v.dim() == 4, lambda: f"ffpa_fwd: v must be 4-D, got {v.dim()}-D")
+    if attn_mask is not None:
+        torch._check(
+            attn_mask.dim() == 4,
+            lambda: f"ffpa_fwd: attn_mask must be None or 4-D, got {attn_mask.dim()}-D",
+        )
     b, h, l, _ = q.shape
     dv = v.shape[-1]
     out = torch.empty_strided(
@@ -240,20 +333,26 @@ def ffpa_fwd(
     q: Tensor,
     k: Tensor,
     v: Tensor,
+    attn_mask: Optional[Tensor],
     scale: float,
     is_causal: bool,
+    causal_bottom_right: bool = False,
     level: int = 0,
     num_stages: int = 0,
 ) -> Tuple[Tensor, Tensor]:
     """Thin typed wrapper of ``torch.ops.ffpa_attn.ffpa_fwd`` (no checks, no fallback).
 
-    level: 0 = auto, 1 = FFPA L1; num_stages: 0 = auto, else 1..4.
+    attn_mask: None or 4-D (see the module doc); causal_bottom_right: with is_causal,
+    query i sees keys j <= i + S - L (else j <= i); level: 0 = auto (FA-2 family where
+    compiled, else FFPA L1), 1 = FFPA L1; num_stages: 0 = auto, else 1..4.
     """
     if _OP is None:
         raise RuntimeError(
             f"torch.ops.ffpa_attn.ffpa_fwd is not available: {_IMPORT_ERROR}"
         )
-    return torch.ops.ffpa_attn.ffpa_fwd(q, k, v, scale, is_causal, level, num_stages)
+    return torch.ops.ffpa_attn.ffpa_fwd(
+        q, k, v, attn_mask, scale, is_causal, causal_bottom_right, level, num_stages
+    )
 
 
 # 16-byte vector loads: every non-unit stride and the data pointer must be 16-byte aligned.
@@ -292,13 +391,19 @@ def _ffpa_fwd_realigned_impl(
     q: Tensor,
     k: Tensor,
     v: Tensor,
+    attn_mask: Optional[Tensor],
     scale: float,
     is_causal: bool,
+    causal_bottom_right: bool,
     level: int,
     num_stages: int,
 ) -> Tuple[Tensor, Tensor]:
     expected = _expected_out_strides(q, v.shape[-1])
-    out, lse = ffpa_fwd(realign(q), realign(k), realign(v), scale, is_causal, level, num_stages)
+    # The mask has no alignment requirement: any strides, passed as is.
+    out, lse = ffpa_fwd(
+        realign(q), realign(k), realign(v), attn_mask, scale, is_causal, causal_bottom_right,
+        level, num_stages,
+    )
     if out.stride() != expected:
         # A copy changed q's layout; keep the layout the fake kernel promised.
         fixed = torch.empty_strided(out.shape, expected, dtype=out.dtype, device=out.device)
@@ -313,7 +418,7 @@ ffpa_fwd_realigned = torch.library.custom_op(
     "ffpa_attn::ffpa_fwd_realigned",
     _ffpa_fwd_realigned_impl,
     mutates_args=(),
-    schema="(Tensor q, Tensor k, Tensor v, float scale, bool is_causal, int level, "
-    "int num_stages) -> (Tensor, Tensor)",
+    schema="(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float scale, bool is_causal, "
+    "bool causal_bottom_right, int level, int num_stages) -> (Tensor, Tensor)",
 )
 ffpa_fwd_realigned.register_fake(_ffpa_fwd_fake)

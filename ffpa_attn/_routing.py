@@ -1,6 +1,8 @@
-"""Routing for ``ffpa_attn.forward``: can the FFPA kernel run a validated call on this
-device and build (``_kernel_reason`` returns why not, or ``None``)? Plain Python on tensor
-metadata and cached device facts, so it traces under ``torch.compile(fullgraph=True)``.
+"""Routing for ``ffpa_attn.forward``: can our kernels run a validated call on this device and
+build (``_kernel_reason`` returns why not, or ``None``), and which family takes it
+(``_family_for``: the FA-2 family where the (E, Ev) pair is compiled for it, else FFPA L1;
+the op's level 0 makes the same choice in C++). Plain Python on tensor metadata and cached
+device facts, so it traces under ``torch.compile(fullgraph=True)``.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import torch
 from torch import Tensor
 
 from . import _ops
+from ._masks import mask_slices
 
 _BUILT_LEVELS = (1,)
 _BUILT_ACCS = ("auto", "fp32")
 _MAX_HEADS = 65535  # grid limit of the kernels
+_MAX_MASK_SLICES = 65535  # (batch, head) slices of a mask: grid limit of the block-map pass
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16)
+_MASK_DTYPES = (torch.bool, torch.float16, torch.bfloat16, torch.float32)
+_LEVEL_FAMILY = {1: "ffpa_l1"}  # families a forced level runs
 _DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}  # as in build_info()
 
 # Plain dicts keyed by CUDA device index (dynamo reads them; only eager code writes):
@@ -104,6 +110,61 @@ def _environment_reason(device: torch.device) -> Optional[str]:
     return reason
 
 
+def _compiled_text() -> str:
+    """What head dims each family has, e.g. 'fa2: 64, 128 and E/Ev 192/128; ffpa_l1: 320'."""
+    parts = []
+    for family in _ops.FAMILIES:
+        pairs = _ops.head_dim_pairs(family)
+        if not pairs:
+            continue
+        text = ", ".join(str(e) for e in sorted(e for e, ev in pairs if e == ev))
+        odd = sorted((e, ev) for e, ev in pairs if e != ev)
+        if odd:
+            text += (" and " if text else "") + "E/Ev " + ", ".join(f"{e}/{ev}" for e, ev in odd)
+        parts.append(f"{family}: {text}")
+    return "; ".join(parts) or "none"
+
+
+def _family_for(E: int, Ev: int, level: Optional[int]) -> Optional[str]:
+    """The kernel family that runs head dims (E, Ev) at ``level`` (None = auto), or None."""
+    if level is not None:
+        family = _LEVEL_FAMILY.get(level)
+        return family if family is not None and (E, Ev) in _ops.head_dim_pairs(family) else None
+    for family in _ops.FAMILIES:
+        if (E, Ev) in _ops.head_dim_pairs(family):
+            return family
+    return None
+
+
+def _head_dim_reason(E: int, Ev: int, level: Optional[int]) -> str:
+    dims = f"head dim {E}" if E == Ev else f"head dims E={E}, Ev={Ev}"
+    compiled = f"(compiled: {_compiled_text()})"
+    if level is None:
+        return f"{dims} {'is' if E == Ev else 'are'} not compiled in this build {compiled}"
+    auto = _family_for(E, Ev, None)
+    hint = f"; level=None runs it on the {auto} kernel" if auto is not None else ""
+    return (
+        f"level={level} ({_LEVEL_FAMILY[level]}) has no kernel for {dims} in this build "
+        f"{compiled}{hint}"
+    )
+
+
+def _mask_reason(attn_mask: Tensor, q_shape: Tuple) -> Optional[str]:
+    if attn_mask.dtype not in _MASK_DTYPES:
+        return (
+            f"attn_mask dtype {attn_mask.dtype} is not supported; the kernels take bool, "
+            "float16, bfloat16 or float32 masks"
+        )
+    if torch.is_grad_enabled() and attn_mask.requires_grad:
+        return "attn_mask requires grad; the kernels are forward-only"
+    if mask_slices(attn_mask, q_shape) > _MAX_MASK_SLICES:
+        return (
+            f"attn_mask varies over more than {_MAX_MASK_SLICES} (batch, head) slices; "
+            "broadcast it over batch or heads to run on the kernels"
+        )
+    return None
+
+
 def _kernel_reason(
     query: Tensor,
     key: Tensor,
@@ -115,7 +176,7 @@ def _kernel_reason(
     level: Optional[int],
     acc: str,
 ) -> Optional[str]:
-    """Why the FFPA kernel cannot run this (validated) call, ``None`` when it can."""
+    """Why our kernels cannot run this (validated) call, ``None`` when they can."""
     if level is not None and level not in _BUILT_LEVELS:
         return f"level={level} (FFPA L{level}) is not in this build yet"
     if acc not in _BUILT_ACCS:
@@ -123,8 +184,6 @@ def _kernel_reason(
     env = _environment_reason(query.device)
     if env is not None:
         return env
-    if attn_mask is not None:
-        return "attn_mask is not supported by the FFPA kernels"
     if dropout_p > 0.0:
         return "dropout_p > 0 is not supported by the FFPA kernels"
     if scale is not None and not (-math.inf < scale < math.inf):
@@ -136,9 +195,6 @@ def _kernel_reason(
     if query.numel() == 0 or key.numel() == 0 or value.numel() == 0:
         return "zero-size input"
     qsh, ksh, vsh = query.shape, key.shape, value.shape
-    E = qsh[-1]
-    if vsh[-1] != E:
-        return "value head dim Ev differs from query/key head dim E"
     nd = len(qsh)
     if len(ksh) != nd or len(vsh) != nd:
         return "query, key and value have different numbers of dimensions (broadcast)"
@@ -152,14 +208,16 @@ def _kernel_reason(
             return "query heads broadcast against more key/value heads"
         if hq > _MAX_HEADS:
             return f"more than {_MAX_HEADS} query heads"
+    if attn_mask is not None:
+        mask = _mask_reason(attn_mask, qsh)
+        if mask is not None:
+            return mask
     if dtype not in _KERNEL_DTYPES:
         return f"dtype {dtype} is not supported; the FFPA kernels take float16/bfloat16"
     dtypes = _ops.built_dtypes()
     if dtypes and _DTYPE_NAMES.get(dtype) not in dtypes:
         return f"dtype {dtype} is not compiled in this build (compiled: {', '.join(sorted(dtypes))})"
-    head_dims = _ops.l1_head_dims()
-    if E not in head_dims:
-        shown = ", ".join(str(d) for d in sorted(head_dims)) or "none"
-        return f"head dim {E} is not compiled in this build (compiled: {shown})"
+    E, Ev = qsh[-1], vsh[-1]
+    if _family_for(E, Ev, level) is None:
+        return _head_dim_reason(E, Ev, level)
     return None
-

@@ -5,8 +5,10 @@ fallback warnings and SDPA patching; validation lives in _validate, routing in _
 The call is validated exactly like SDPA validates it (same misuse -> an exception;
 our classes also derive from what SDPA raises), then routed:
 
-* to the FFPA CUDA kernel when every feature of the call is supported, or
-* to the original torch SDPA (with a one-time ``FFPAFallbackWarning`` per reason).
+* to our CUDA kernels when every feature of the call is supported (the FA-2 family for
+  head dims <= 256, FFPA L1 above; bool/float masks and both causal alignments included), or
+* to the original torch SDPA (with a one-time ``FFPAFallbackWarning`` per reason); a
+  bottom-right causal call becomes SDPA with the equivalent bool mask.
 
 Routing is plain Python on tensor metadata, so it traces under
 ``torch.compile(fullgraph=True)``.
@@ -24,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from . import _ops
+from ._masks import CAUSAL_ALIGNS, causal_keep, mask_as_4d
 from ._routing import _kernel_reason
 from ._validate import (
     _ACCS,
@@ -102,8 +105,10 @@ def _run_kernel(
     query: Tensor,
     key: Tensor,
     value: Tensor,
+    attn_mask: Optional[Tensor],
     scale: Optional[float],
     is_causal: bool,
+    bottom_right: bool,
     level: Optional[int],
     num_stages: Optional[int],
     dtype: torch.dtype,
@@ -119,6 +124,9 @@ def _run_kernel(
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
     q4, k4, v4 = _as_4d(query), _as_4d(key), _as_4d(value)
+    # The mask keeps its dtype (also under autocast: the kernel reads fp32 masks); its 4-D
+    # view follows q's flattening, broadcast (and expanded, stride-0) dims as size 1.
+    m4 = None if attn_mask is None else mask_as_4d(attn_mask, query.shape)
     lvl = 0 if level is None else level
     stages = 0 if num_stages is None else num_stages
     if torch.compiler.is_compiling():
@@ -128,10 +136,13 @@ def _run_kernel(
             t if _ops.strides_ok(t) else t.clone(memory_format=torch.contiguous_format)
             for t in (q4, k4, v4)
         )
-        out, lse = _ops.ffpa_fwd_realigned(q4, k4, v4, scale, is_causal, lvl, stages)
+        out, lse = _ops.ffpa_fwd_realigned(
+            q4, k4, v4, m4, scale, is_causal, bottom_right, lvl, stages
+        )
     else:
         out, lse = _ops.ffpa_fwd(
-            _ops.realign(q4), _ops.realign(k4), _ops.realign(v4), scale, is_causal, lvl, stages
+            _ops.realign(q4), _ops.realign(k4), _ops.realign(v4), m4, scale, is_causal,
+            bottom_right, lvl, stages,
         )
     if query.dim() != 4:
         out = out.reshape(out_shape)
@@ -152,7 +163,8 @@ def _reference_scores(
     autocast: Optional[torch.dtype],
 ) -> Tensor:
     """Pre-softmax scores (masked, scaled) in float32 (float64 for float64 inputs),
-    from the inputs as SDPA sees them (i.e. after autocast's casts)."""
+    from the inputs as SDPA sees them (i.e. after autocast's casts); a bottom-right causal
+    call arrives here as its bool mask (see _run_fallback)."""
     ct = torch.float64 if dtype == torch.float64 else torch.float32
     q = query.to(dtype).to(ct)
     k = key.to(dtype).to(ct)
@@ -163,8 +175,7 @@ def _reference_scores(
     if E > 0:  # with E == 0 the scores are 0 (SDPA scales q and k, not the product)
         s = s * (1.0 / math.sqrt(E) if scale is None else scale)
     if is_causal:
-        L, S = q.shape[-2], k.shape[-2]
-        keep = torch.ones((L, S), dtype=torch.bool, device=q.device).tril()
+        keep = causal_keep(q.shape[-2], k.shape[-2], False, q.device)
         s = s.masked_fill(~keep, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
@@ -187,7 +198,13 @@ def _run_fallback(
     out_shape: Tuple,
     return_lse: bool,
     autocast: Optional[torch.dtype],
+    bottom_right: bool = False,
 ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    if is_causal and bottom_right and query.shape[-2] != key.shape[-2]:
+        # SDPA has no bottom-right flag: its equivalent bool mask (attn_mask is None here:
+        # _validate rejects it together with is_causal). L == S is plain top-left causal.
+        attn_mask = causal_keep(query.shape[-2], key.shape[-2], True, query.device)
+        is_causal = False
     empty = query.numel() == 0 or key.numel() == 0 or value.numel() == 0
     if not empty:
         out = _SDPA(
@@ -238,6 +255,7 @@ def forward(
     scale: Optional[float] = None,
     enable_gqa: bool = False,
     *,
+    causal_align: str = "top_left",
     return_lse: bool = False,
     strict: bool = False,
     level: Optional[int] = None,
@@ -251,16 +269,25 @@ def forward(
         query: ``(..., Hq, L, E)``; key: ``(..., H, S, E)``; value: ``(..., H, S, Ev)``
             (2-D inputs without a heads dim are accepted too, as by SDPA).
         attn_mask: bool (True = takes part) or float (added) mask broadcastable to
-            ``(..., Hq, L, S)``.
+            ``(..., Hq, L, S)``; float masks of dtype float32 or the query's dtype.  Both
+            run on our kernels; a row with no key left gives output 0 (lse -inf).
         dropout_p: dropout probability in ``[0, 1]``.
-        is_causal: top-left causal mask ``tril(ones(L, S))``; exclusive with attn_mask.
+        is_causal: causal mask aligned as ``causal_align`` says; exclusive with attn_mask.
         scale: softmax scale, default ``1 / sqrt(E)``.
         enable_gqa: grouped-query attention, ``Hq % H == 0``.
+        causal_align: only read with ``is_causal=True`` (ignored otherwise).
+            ``"top_left"`` (default, SDPA's convention): query i sees keys ``j <= i``, i.e.
+            ``tril(ones(L, S))``.  ``"bottom_right"`` (flash-attn's KV-cache prefill
+            convention): query i sees keys ``j <= i + S - L``, i.e.
+            ``tril(ones(L, S), diagonal=S - L)``; with ``L > S`` the first ``L - S`` queries
+            see no key (output 0, lse -inf).  Both are the same when ``L == S``.
         return_lse: also return ``lse`` = logsumexp of the scaled, masked scores (natural
             log), shape ``(..., Hq, L)``, float32.
         strict: raise :class:`NotImplementedError` (``FFPAUnsupportedError``) instead of
             falling back to torch SDPA.
-        level: FFPA level, ``None`` = auto, 1/2/3 (only 1 is in this build).
+        level: ``None`` = auto: the FA-2 kernel family for head dims <= 256 (the (E, Ev)
+            pairs compiled for it), FFPA L1 above.  ``1`` forces FFPA L1 (falls back where
+            the head dims are not compiled for L1); 2/3 are reserved (not in this build).
         acc: accumulation, ``"auto"``, ``"fp32"``, ``"fp16"``, ``"mixed"`` (only auto/fp32 built).
         num_stages: pipeline stages, ``None`` = auto, else 1..4.
 
@@ -282,6 +309,9 @@ def forward(
         _check_choice("acc", acc, _ACCS, False, str)
     if num_stages is not None:
         _check_choice("num_stages", num_stages, _NUM_STAGES, True, int)
+    if type(causal_align) is not str or causal_align != "top_left":
+        _check_choice("causal_align", causal_align, CAUSAL_ALIGNS, False, str)
+    bottom_right = is_causal and causal_align == "bottom_right"
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
             raise FFPATypeError(
@@ -304,6 +334,12 @@ def forward(
             raise FFPAUnsupportedError(
                 "ffpa_attn.forward(): return_lse=True is not supported for nested tensors",
                 "return_lse=True with nested tensors",
+            )
+        if bottom_right:
+            raise FFPAUnsupportedError(
+                "ffpa_attn.forward(): causal_align='bottom_right' is not supported for nested "
+                "tensors",
+                "causal_align='bottom_right' with nested tensors",
             )
         _fallback_notice("nested tensors are not supported by the FFPA kernels", strict)
         return _SDPA(
@@ -329,7 +365,18 @@ def forward(
     )
     if reason is None:
         return _run_kernel(
-            query, key, value, scale, is_causal, level, num_stages, dtype, out_shape, return_lse
+            query,
+            key,
+            value,
+            attn_mask,
+            scale,
+            is_causal,
+            bottom_right,
+            level,
+            num_stages,
+            dtype,
+            out_shape,
+            return_lse,
         )
     _fallback_notice(reason, strict)
     return _run_fallback(
@@ -345,6 +392,7 @@ def forward(
         out_shape,
         return_lse,
         autocast,
+        bottom_right,
     )
 
 

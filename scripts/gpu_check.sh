@@ -6,7 +6,8 @@
 #
 #   bash scripts/gpu_check.sh                # everything
 #   FFPA_CHECK_STEPS="build tests" bash scripts/gpu_check.sh
-#   FFPA_BENCH_ARGS="--quick" bash scripts/gpu_check.sh
+#   FFPA_BENCH_RUNS="--quick" bash scripts/gpu_check.sh           # sweeps separated by ';'
+#   FFPA_ARCHS=90a bash scripts/gpu_check.sh                     # build for one arch only
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -55,15 +56,25 @@ fi
 cd ..
 
 if [[ " $STEPS " == *" bench "* ]]; then
-  rm -rf "$OUT/bench"
-  $PY bench/bench.py ${FFPA_BENCH_ARGS:---B 1 --H 32 --N 8192 --dtype bf16 fp16 --causal-both} \
-      --check --gen-bench --plot --out-dir "$OUT/bench" > "$OUT/bench.log" 2>&1
-  rc=$?
-  say "bench: exit $rc"
-  [ $rc -ne 0 ] && status=1
-  cat "$OUT"/bench/*.md 2>/dev/null | tee -a "$SUMMARY"
-  tail -5 "$OUT/bench.log"
-  tar -czf "$OUT/bench.tar.gz" -C "$OUT" bench bench.log && rm -rf "$OUT/bench" "$OUT/bench.log"
+  # One or more sweeps separated by ';' (each an argument list for bench/bench.py); each writes
+  # its JSON/markdown/plots to bench/run<i>.
+  DEFAULT_RUNS="--B 1 --H 32 --N 8192 --dtype bf16 fp16 --causal-both"
+  DEFAULT_RUNS+=";--preset fa2 --dtype bf16 fp16 --causal-both --kernels sdpa_efficient sdpa_flash sdpa_cudnn fa2 --warmup 10 --iters 40"
+  DEFAULT_RUNS+=";--mask blocksparse --shapes 1x32x8192 --D 64 128 256 --dtype bf16 --causal-both --kernels sdpa_efficient sdpa_cudnn fa2 --warmup 10 --iters 40"
+  rm -rf "$OUT/bench" && mkdir -p "$OUT/bench"
+  IFS=';' read -ra RUNS <<< "${FFPA_BENCH_RUNS:-$DEFAULT_RUNS}"
+  i=0
+  for args in "${RUNS[@]}"; do
+    # shellcheck disable=SC2086
+    $PY bench/bench.py $args --check --gen-bench --plot --out-dir "$OUT/bench/run$i" >> "$OUT/bench/bench.log" 2>&1
+    rc=$?
+    say "bench run$i ($args): exit $rc"
+    [ $rc -ne 0 ] && status=1
+    cat "$OUT/bench/run$i"/*.md 2>/dev/null | tee -a "$SUMMARY"
+    i=$((i + 1))
+  done
+  tail -5 "$OUT/bench/bench.log"
+  tar -czf "$OUT/bench.tar.gz" -C "$OUT" bench && rm -rf "$OUT/bench"
 fi
 say "== overall: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

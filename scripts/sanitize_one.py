@@ -1,20 +1,59 @@
-"""One small launch per kernel level for compute-sanitizer (memcheck / racecheck): tails in both
-L and S, GQA, causal and not, every pipeline depth."""
+"""One small launch per kernel family for compute-sanitizer (memcheck / racecheck): tails in both
+L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-sparse with a fully
+masked row and a broadcast padding mask), every pipeline depth for FFPA L1."""
 import torch
 
 import ffpa_attn
 
 info = ffpa_attn.build_info()
 dt = torch.bfloat16 if "bfloat16" in info["dtypes"] else torch.float16
-for d in sorted({info["head_dims"]["ffpa_l1"][0], info["head_dims"]["ffpa_l1"][-1]}):
-    g = torch.Generator(device="cuda").manual_seed(d)
-    q = torch.randn(1, 4, 77, d, device="cuda", dtype=dt, generator=g)
-    k = torch.randn(1, 2, 131, d, device="cuda", dtype=dt, generator=g)
-    v = torch.randn(1, 2, 131, d, device="cuda", dtype=dt, generator=g)
-    for causal in (False, True):
-        for stages in (1, 2, 3, 4):
-            out = ffpa_attn.forward(q, k, v, is_causal=causal, enable_gqa=True, strict=True, level=1,
-                                    num_stages=stages)
+L, S = 77, 131
+
+
+def qkv(d, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(1, 4, L, d, device="cuda", dtype=dt, generator=g)
+    k = torch.randn(1, 2, S, d, device="cuda", dtype=dt, generator=g)
+    v = torch.randn(1, 2, S, d, device="cuda", dtype=dt, generator=g)
+    return q, k, v
+
+
+def masks():
+    # 64x64 blocks in a checkerboard (whole tiles masked: the kernels' block-map skip), one fully
+    # masked row, and a (B, 1, 1, S) padding mask broadcast over heads and queries.
+    i = torch.arange(L, device="cuda").unsqueeze(-1) // 64
+    j = torch.arange(S, device="cuda") // 64
+    block = ((i + j) % 2 == 0).view(1, 1, L, S).clone()
+    block[..., 5, :] = False
+    padding = (torch.arange(S, device="cuda") < S - 20).view(1, 1, 1, S)
+    return block, padding
+
+
+def run(q, k, v, **kw):
+    out = ffpa_attn.forward(q, k, v, enable_gqa=True, strict=True, **kw)
     torch.cuda.synchronize()
     assert torch.isfinite(out).all()
+
+
+l1 = info["head_dims"].get("ffpa_l1", [])
+for d in sorted({l1[0], l1[-1]} if l1 else set()):
+    q, k, v = qkv(d, d)
+    for causal in (False, True):
+        for stages in (1, 2, 3, 4):
+            run(q, k, v, is_causal=causal, level=1, num_stages=stages)
+    run(q, k, v, is_causal=True, causal_align="bottom_right", level=1)
+    run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right", level=1)
+    for mask in masks():
+        run(q, k, v, attn_mask=mask, level=1)
+
+fa2 = info["head_dims"].get("fa2", [])
+for d in [d for d in (64, 128) if d in fa2]:
+    q, k, v = qkv(d, d)
+    for causal in (False, True):
+        run(q, k, v, is_causal=causal)
+    run(q, k, v, is_causal=True, causal_align="bottom_right")
+    # L > S bottom-right: the first L - 40 rows see no key (out 0, lse -inf)
+    run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right")
+    for mask in masks():
+        run(q, k, v, attn_mask=mask)
 print("sanitize_one: done")

@@ -1,4 +1,9 @@
-"""Shared helpers for the kernel tests: the fp32 reference, the tolerance rule and output poisoning."""
+"""Shared helpers for the kernel tests: the float64 reference (masks, both causal alignments), the
+tolerance rule and output poisoning.
+
+Tolerance rule: on every row that keeps at least one key, our max error against the float64
+reference must stay within 2x PyTorch SDPA's own low-precision error + ATOL; rows with no key
+left (fully masked by the mask or the causal alignment) must be exactly 0 with lse -inf."""
 from __future__ import annotations
 
 import math
@@ -9,11 +14,37 @@ import torch.nn.functional as F
 # The original SDPA, captured before any test can patch F.scaled_dot_product_attention.
 SDPA = F.scaled_dot_product_attention
 
+# Absolute slack on top of "2x SDPA's own error": one b16 rounding step of a unit-size output.
+ATOL = {torch.float16: 1e-3, torch.bfloat16: 8e-3}
+# LSE (fp32 in the kernels) against the float64 reference.
+LSE_ATOL, LSE_RTOL = 2e-3, 1e-5
 
-def reference(q, k, v, is_causal=False, scale=None, attn_mask=None):
+
+def causal_keep(L, S, bottom_right=False, device="cuda"):
+    """(L, S) bool: top-left keeps j <= i (SDPA), bottom-right keeps j <= i + S - L."""
+    i = torch.arange(L, device=device).unsqueeze(-1)
+    j = torch.arange(S, device=device)
+    return j <= i + (S - L if bottom_right else 0)
+
+
+def equivalent_mask(q, k, is_causal=False, attn_mask=None, causal_bottom_right=False):
+    """One SDPA-compatible mask for (attn_mask, causal alignment), or None: SDPA has no
+    bottom-right flag and rejects attn_mask together with is_causal."""
+    if not is_causal:
+        return attn_mask
+    keep = causal_keep(q.shape[-2], k.shape[-2], causal_bottom_right, q.device)
+    if attn_mask is None:
+        return keep
+    if attn_mask.dtype == torch.bool:
+        return attn_mask & keep
+    return attn_mask.masked_fill(~keep, float("-inf"))
+
+
+def reference(q, k, v, is_causal=False, scale=None, attn_mask=None, causal_bottom_right=False):
     """Attention in float64 math on the inputs' device (GQA by repeating K/V heads).
 
-    Returns (out, lse) with lse the natural-log log-sum-exp of the scaled, masked scores."""
+    Returns (out, lse) with lse the natural-log log-sum-exp of the scaled, masked scores;
+    rows with no key left have out 0 and lse -inf."""
     qd, kd, vd = q.double(), k.double(), v.double()
     hq, hkv = q.shape[-3], k.shape[-3]
     if hq != hkv:
@@ -23,36 +54,80 @@ def reference(q, k, v, is_causal=False, scale=None, attn_mask=None):
     s = (qd @ kd.transpose(-1, -2)) * scale
     L, S = q.shape[-2], k.shape[-2]
     if is_causal:
-        keep = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()
-        s = s.masked_fill(~keep, float("-inf"))
+        s = s.masked_fill(~causal_keep(L, S, causal_bottom_right, q.device), float("-inf"))
     if attn_mask is not None:
         s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else s + attn_mask.double()
     lse = torch.logsumexp(s, dim=-1)
-    out = torch.softmax(s, dim=-1) @ vd
+    dead = torch.isneginf(lse).unsqueeze(-1)
+    out = (torch.softmax(s, dim=-1) @ vd).masked_fill(dead, 0.0)
     return out, lse
 
 
-def sdpa_low_precision(q, k, v, is_causal=False, scale=None):
-    """PyTorch's own answer in the inputs' dtype (default backend choice): the error yardstick."""
-    return SDPA(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=q.shape[-3] != k.shape[-3])
+def sdpa_low_precision(q, k, v, is_causal=False, scale=None, attn_mask=None, causal_bottom_right=False):
+    """PyTorch's own answer in the inputs' dtype (default backend choice): the error yardstick.
+    Masks and the bottom-right alignment go in as the equivalent bool/additive mask."""
+    gqa = q.shape[-3] != k.shape[-3]
+    if attn_mask is None and not (is_causal and causal_bottom_right):
+        return SDPA(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=gqa)
+    mask = equivalent_mask(q, k, is_causal, attn_mask, causal_bottom_right)
+    return SDPA(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
 
 
 def max_err(a, ref):
-    return (a.double() - ref).abs().max().item()
+    return (a.double() - ref).abs().max().item() if a.numel() else 0.0
 
 
-# Absolute slack on top of "2x SDPA's own error": one b16 rounding step of a unit-size output.
-ATOL = {torch.float16: 1e-3, torch.bfloat16: 8e-3}
-
-
-def assert_close_to_reference(out, q, k, v, is_causal=False, scale=None, what=""):
-    ref, _ = reference(q, k, v, is_causal=is_causal, scale=scale)
+def assert_close_to_reference(out, q, k, v, is_causal=False, scale=None, what="", attn_mask=None,
+                              causal_bottom_right=False, lse=None):
+    """The tolerance rule (module doc) on out, and lse against the reference when given."""
+    kw = dict(is_causal=is_causal, scale=scale, attn_mask=attn_mask, causal_bottom_right=causal_bottom_right)
+    ref, ref_lse = reference(q, k, v, **kw)
     assert not torch.isnan(out).any(), f"{what}: NaN in output (unwritten or poisoned elements)"
-    ours = max_err(out, ref)
-    theirs = max_err(sdpa_low_precision(q, k, v, is_causal=is_causal, scale=scale), ref)
+    dead = torch.isneginf(ref_lse)  # (..., L): rows with no key left
+    assert (out[dead] == 0).all(), f"{what}: fully masked rows must be exactly 0"
+    live = ~dead
+    ours = max_err(out[live], ref[live])
+    theirs = max_err(sdpa_low_precision(q, k, v, **kw)[live], ref[live])
     bound = 2.0 * theirs + ATOL[q.dtype]
     assert ours <= bound, f"{what}: max error {ours:.3e} > 2 x SDPA's {theirs:.3e} + atol ({bound:.3e})"
+    if lse is not None:
+        assert lse.dtype == torch.float32 and lse.shape == ref_lse.shape, (lse.dtype, lse.shape)
+        assert torch.isneginf(lse[dead]).all(), f"{what}: lse of fully masked rows must be -inf"
+        err = (lse[live].double() - ref_lse[live]).abs()
+        tol = LSE_ATOL + LSE_RTOL * ref_lse[live].abs()
+        assert (err <= tol).all(), f"{what}: lse error {err.max().item():.3e} > {LSE_ATOL} + {LSE_RTOL} x |lse|"
     return ours, theirs
+
+
+MASK_KINDS = ["bool_bcast", "bool_full", "additive_same", "additive_fp32", "blocksparse", "padding"]
+
+
+def make_mask(kind, B, Hq, L, S, dtype, generator, device="cuda"):
+    """A mask of one of MASK_KINDS for (B, Hq, L, S) scores of ``dtype`` inputs:
+
+    bool_bcast (1, 1, L, S) random; bool_full (B, Hq, L, S) random; additive_same / additive_fp32
+    (B, 1, L, S) randn in the inputs' dtype / float32 with ~10% -inf entries; blocksparse (1, 1, L, S)
+    128x128 blocks masked in a checkerboard plus one fully masked row; padding (B, 1, 1, S): the
+    last keys of each batch masked (a different count per batch, never all)."""
+    g = generator
+    if kind in ("bool_bcast", "bool_full"):
+        shape = (1, 1, L, S) if kind == "bool_bcast" else (B, Hq, L, S)
+        return torch.rand(shape, device=device, generator=g) > 0.3
+    if kind in ("additive_same", "additive_fp32"):
+        mdt = dtype if kind == "additive_same" else torch.float32
+        m = torch.randn((B, 1, L, S), device=device, generator=g).to(mdt)
+        drop = torch.rand((B, 1, L, S), device=device, generator=g) < 0.1
+        return m.masked_fill(drop, float("-inf"))
+    if kind == "blocksparse":
+        i = torch.arange(L, device=device).unsqueeze(-1) // 128
+        j = torch.arange(S, device=device) // 128
+        keep = (i + j) % 2 == 0
+        keep[min(5, L - 1)] = False
+        return keep.view(1, 1, L, S)
+    if kind == "padding":
+        valid = torch.tensor([max(1, S - 1 - (b * 37) % max(S, 1)) for b in range(B)], device=device)
+        return (torch.arange(S, device=device) < valid.view(B, 1)).view(B, 1, 1, S)
+    raise ValueError(f"unknown mask kind {kind!r}; expected one of {MASK_KINDS}")
 
 
 def poison_allocator(*shapes_dtypes, device="cuda"):

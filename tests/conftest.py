@@ -2,10 +2,13 @@
 
 * ``reset_ffpa_fallback_warnings`` (autouse): every test starts with no fallback reason
   warned yet, so "warned once per reason" is observable per test.
+* ``record``: all warnings of the test, unfiltered; ``gen``: a seeded CPU generator.
 * GPU tests: decorate with ``@requires_cuda`` (``from conftest import requires_cuda``)
   or mark them ``@pytest.mark.requires_cuda``; both skip unless CUDA is available *and*
   the ``ffpa_attn._C`` extension is built.
 """
+
+import warnings
 
 import pytest
 import torch
@@ -68,3 +71,11 @@ def restore_sdpa():
 def gen():
     """A seeded CPU generator; tests draw fresh random inputs from it."""
     return torch.Generator().manual_seed(1234)
+
+
+@pytest.fixture
+def record():
+    """All warnings, unfiltered (so only ffpa_attn's own dedup limits them)."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        yield rec

@@ -1,4 +1,5 @@
-"""CPU-only tests for bench/bench.py (table/plot generation, FLOP accounting, CLI)."""
+"""CPU-only tests for bench/bench.py and bench_report.py (table/plot generation, FLOP accounting,
+masks, presets, CLI)."""
 import importlib.util
 import json
 import os
@@ -195,3 +196,121 @@ def test_table_marks_gqa_expanded():
     # speedup still computed from the numbers
     ours = _find(data, "ffpa_l1", "bf16", True, 320)
     assert _row(md, "FFPA L1 speedup vs SDPA EA")[0] == f"{ours['tflops'] / r['tflops']:.2f}x"
+
+
+# ---------------------------------------------------------------- FA-2 rows, masks, presets
+FA2_DIMS = [64, 128, 256]
+FA2_SPEED = {"sdpa_flash": 1.0, "sdpa_efficient": 0.8, "sdpa_cudnn": 1.1, "fa2": 1.2}
+
+
+def _fa2_synthetic(mask=None, extra_l1=False):
+    results = []
+    for D in FA2_DIMS + ([512] if extra_l1 else []):
+        for kernel, speed in FA2_SPEED.items():
+            if D > 256 and kernel in ("sdpa_flash", "fa2"):
+                continue
+            ms = D / 64 / speed
+            r = {"kernel": kernel, "dtype": "bf16", "B": 8, "Hq": 16, "Hkv": 16, "L": 2048,
+                 "S": 2048, "D": D, "Dv": D, "causal": False, "ms": ms,
+                 "tflops": bench.compute_tflops(8, 16, 2048, 2048, D, D, False, ms)}
+            if mask is not None:
+                r["mask"] = mask
+            results.append(r)
+        if extra_l1 and D > 256:
+            ms = D / 64 / 1.3
+            results.append({"kernel": "ffpa_l1", "dtype": "bf16", "B": 8, "Hq": 16, "Hkv": 16,
+                            "L": 2048, "S": 2048, "D": D, "Dv": D, "causal": False, "ms": ms,
+                            "tflops": bench.compute_tflops(8, 16, 2048, 2048, D, D, False, ms),
+                            **({"mask": mask} if mask else {})})
+    return {"device": DEVICE, "torch": "2.11.0", "cuda": "13.0", "date": "2026-01-02T03:04:05",
+            "results": results}
+
+
+def test_fa2_rows_show_ratios_vs_flash_and_efficient():
+    md = bench.make_tables(_fa2_synthetic())["bench_bf16"]
+    for lab in ("SDPA FA", "SDPA EA", "SDPA cuDNN", "FA2 (ours)"):
+        assert len(_row(md, lab)) == len(FA2_DIMS)
+    assert _row(md, "FA2 (ours) speedup vs SDPA FA") == ["1.20x"] * 3
+    assert _row(md, "FA2 (ours) speedup vs SDPA EA") == ["1.50x"] * 3
+    assert "mask: none" in md and "mask blocksparse" not in md
+
+
+def test_speedup_rows_without_a_shared_head_dim_are_dropped():
+    md = bench.make_tables(_fa2_synthetic(extra_l1=True))["bench_bf16"]
+    assert _row(md, "FA2 (ours) speedup vs SDPA FA") == ["1.20x"] * 3 + ["-"]
+    assert _row(md, "FFPA L1 speedup vs SDPA EA") == ["-"] * 3 + [f"{1.3 / 0.8:.2f}x"]
+    assert "FFPA L1 speedup vs SDPA FA" not in md  # SDPA FA has no D > 256
+
+
+def test_mask_results_get_their_own_tables_and_note():
+    data = _fa2_synthetic()
+    data["results"] += _fa2_synthetic(mask="blocksparse")["results"]
+    tables = bench.make_tables(data)
+    assert set(tables) == {"bench_bf16", "bench_bf16_blocksparse"}
+    md = tables["bench_bf16_blocksparse"]
+    assert md.startswith("### bf16, mask blocksparse")
+    assert "mask: blocksparse" in md and "dense flops" in md and "time ratios" in md
+    assert "dense flops" not in tables["bench_bf16"]
+
+
+def test_make_plots_speedup_vs_flash(tmp_path):
+    paths = {os.path.basename(p) for p in bench.make_plots(_fa2_synthetic(mask="blocksparse"), str(tmp_path))}
+    assert paths == {"tflops_bf16_blocksparse.png", "speedup_bf16_blocksparse.png",
+                     "speedup_vs_fa_bf16_blocksparse.png"}
+    for p in paths:
+        _assert_png(str(tmp_path / p))
+
+
+@pytest.mark.parametrize("L,S", [(512, 512), (300, 520), (520, 300), (1000, 100), (100, 1000), (1, 1)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_blocksparse_mask(L, S, causal):
+    import torch
+
+    m = bench.blocksparse_mask(L, S, causal=causal)
+    assert m.shape == (1, 1, L, S) and m.dtype == torch.bool
+    keep = m[0, 0]
+    assert keep.any(-1).all(), "a row with no key"
+    i = torch.arange(L).unsqueeze(-1) // 128
+    j = torch.arange(S) // 128
+    checker = (i + j) % 2 == 0
+    off = ~checker & (j != i.clamp(max=(S - 1) // 128))
+    assert not (keep & off).any()  # the other blocks masked, except the diagonal ones
+    if causal:
+        assert not (keep & (torch.arange(S) > torch.arange(L).unsqueeze(-1))).any()
+    else:
+        assert keep[checker].all()  # the checkerboard blocks kept
+    if (L, S) == (512, 512) and not causal:
+        assert keep.float().mean().item() == 0.5  # half the blocks masked
+
+
+def test_fa2_preset_and_shapes():
+    args = bench.resolve_args(bench.build_parser().parse_args(["--preset", "fa2"]))
+    assert args.shapes == [(1, 32, 32, 8192, 8192), (8, 16, 16, 2048, 2048)]
+    assert args.D == [32, 64, 96, 128, 160, 192, 224, 256]
+    assert "fa2" in args.kernels and "sdpa_flash" in args.kernels and "sdpa_cudnn" in args.kernels
+    assert args.mask == "none"
+    args = bench.resolve_args(bench.build_parser().parse_args(["--preset", "fa2", "--D", "128", "--Hkv", "8"]))
+    assert args.D == [128] and args.shapes == [(1, 32, 8, 8192, 8192), (8, 16, 8, 2048, 2048)]
+    args = bench.resolve_args(bench.build_parser().parse_args(["--shapes", "2x4x100x300", "--mask", "blocksparse"]))
+    assert args.shapes == [(2, 4, 4, 100, 300)] and args.mask == "blocksparse"
+    args = bench.resolve_args(bench.build_parser().parse_args(["--H", "8", "--L", "10", "--S", "20"]))
+    assert args.shapes == [(1, 8, 8, 10, 20)]
+    with pytest.raises(SystemExit):
+        bench.build_parser().parse_args(["--shapes", "1x2"])
+
+
+def test_cli_rejects_bad_shape_and_gqa_without_gpu():
+    proc = _run(["--shapes", "1x32x8192", "--Hkv", "5", "--mask", "blocksparse"])
+    assert proc.returncode == 2 and "--Hkv" in proc.stderr
+    proc = _run(["--shapes", "1xAx8192"])
+    assert proc.returncode == 2 and "BxHxN" in proc.stderr
+
+
+def test_from_json_roundtrip_with_mask(tmp_path):
+    data = _fa2_synthetic(mask="blocksparse")
+    jpath = tmp_path / "results.json"
+    jpath.write_text(json.dumps(data))
+    proc = _run(["--from-json", str(jpath), "--gen-bench", "--out-dir", str(tmp_path / "out")])
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "out" / "bench_bf16_blocksparse.md").read_text()
+    assert "FA2 (ours) speedup vs SDPA FA" in md

@@ -1,7 +1,9 @@
-"""What the built extension reports, checked without a GPU: build manifest, launch configurations
-(shared memory O(1) in the head dim) and the fake kernel's shapes/strides on meta tensors.
+"""What the built extension reports, checked without a GPU: build manifest (families, head dims,
+(E, Ev) pairs), launch configurations (FFPA L1: shared memory O(1) in the head dim; FA-2: whole
+head dim per tile) and the fake kernel's shapes/strides on meta tensors.
 
-Skipped when the extension is not built (a pure-Python checkout)."""
+Skipped when the extension is not built (a pure-Python checkout) or is stale (an older op schema:
+ffpa_attn then reports it unavailable, with the reason in build_info()["import_error"])."""
 from __future__ import annotations
 
 import os
@@ -11,21 +13,36 @@ import torch
 
 import ffpa_attn
 
-pytestmark = pytest.mark.skipif(not ffpa_attn.extension_available(), reason="ffpa_attn._C is not built")
+pytestmark = pytest.mark.skipif(
+    not ffpa_attn.extension_available(),
+    reason=f"ffpa_attn._C is not available ({ffpa_attn.build_info()['import_error']})",
+)
+FAMILIES = ("fa2", "ffpa_l1")
+
+
+def _pairs(family):
+    return [tuple(p) for p in ffpa_attn.build_info()["head_dim_pairs"].get(family, [])]
 
 
 def test_build_info_lists_what_was_compiled():
     info = ffpa_attn.build_info()
     assert info["version"] == ffpa_attn.__version__
-    assert "ffpa_l1" in info["families"]
-    assert info["head_dims"]["ffpa_l1"], "no L1 head dim compiled"
+    assert info["families"] and set(info["families"]) <= set(FAMILIES), info["families"]
+    for family in info["families"]:
+        dims = info["head_dims"][family]
+        assert dims, f"no {family} head dim compiled"
+        # every compiled pair's E is a listed head dim, and each head dim has its (d, d) pair
+        assert {e for e, _ in _pairs(family)} == set(dims), (family, _pairs(family), dims)
+    assert all(d <= 256 for d in info["head_dims"].get("fa2", []))
+    assert all(d > 256 for d in info["head_dims"].get("ffpa_l1", []))
     assert set(info["dtypes"]) <= {"float16", "bfloat16"} and info["dtypes"]
     assert info["archs"] and info["cuda_version"]
     # The manifest names the PTX it embeds (the lowest arch), which routing trusts for newer GPUs.
     assert info["ptx"] == [min(info["archs"], key=lambda a: int(a.rstrip("a")))]
     want = os.environ.get("FFPA_HEAD_DIMS")
-    if want:  # CI builds a reduced set and says which
-        assert info["head_dims"]["ffpa_l1"] == sorted(int(x) for x in want.replace(";", ",").split(","))
+    if want:  # CI builds a reduced set and says which: every listed dim, in whichever family owns it
+        built = {d for dims in info["head_dims"].values() for d in dims}
+        assert built == {int(x) for x in want.replace(";", ",").split(",") if x.strip()}
 
 
 def test_shared_memory_does_not_grow_with_head_dim():
@@ -37,9 +54,11 @@ def test_shared_memory_does_not_grow_with_head_dim():
 
     info = ffpa_attn.build_info()
     dt = info["dtypes"][0]
-    dims = info["head_dims"]["ffpa_l1"]
+    dims = info["head_dims"].get("ffpa_l1", [])
+    if not dims:
+        pytest.skip("no FFPA L1 kernel in this build")
     for stages in (1, 2, 3, 4):
-        cfgs = {d: C.kernel_info(dt, 1, d, d, stages) for d in dims}
+        cfgs = {d: C.kernel_info(dt, "ffpa_l1", d, d, stages) for d in dims}
         # Same tile shape -> exactly the same bytes whatever D is.
         by_tile = {}
         for d, c in cfgs.items():
@@ -57,24 +76,51 @@ def test_shared_memory_formula_is_head_dim_free():
 
     info = ffpa_attn.build_info()
     dt = info["dtypes"][0]
-    for d in info["head_dims"]["ffpa_l1"]:
-        c = C.kernel_info(dt, 1, d, d, 2)
+    for d in info["head_dims"].get("ffpa_l1", []):
+        c = C.kernel_info(dt, "ffpa_l1", d, d, 2)
+        assert c["family"] == "ffpa_l1" and c["level"] == 1
         per_stage = (c["block_m"] + c["block_n"]) * c["chunk_d"] * 2
         expected = 2 * per_stage + c["block_m"] * c["block_n"] * 2 + c["warps_n"] * c["block_m"] * 4
         assert c["smem_bytes"] == expected, (d, c)
 
 
+def test_fa2_kernel_info():
+    """FA-2 tiles hold the whole head dim (chunk_d == E); one configuration per compiled pair."""
+    import ffpa_attn._C as C
+
+    info = ffpa_attn.build_info()
+    if not _pairs("fa2"):
+        pytest.skip("no FA-2 kernel in this build")
+    for dt in info["dtypes"]:
+        for e, ev in _pairs("fa2"):
+            c = C.kernel_info(dt, "fa2", e, ev)
+            assert (c["family"], c["level"], c["head_dim"], c["head_dim_v"]) == ("fa2", 0, e, ev), c
+            assert c["chunk_d"] == e and 1 <= c["num_stages"] <= 4
+            assert c["threads"] == 32 * c["warps_m"] * c["warps_n"]
+            assert 0 < c["smem_bytes"] <= 227 * 1024
+
+
 def test_kernel_info_rejects_unknown_configs():
     import ffpa_attn._C as C
 
+    info = ffpa_attn.build_info()
+    family = info["families"][0]
+    e, ev = _pairs(family)[0]
+    dt = info["dtypes"][0]
     with pytest.raises(ValueError, match="dtype"):
-        C.kernel_info("float32", 1, 320, 320, 2)
+        C.kernel_info("float32", family, e, ev, 2)
+    with pytest.raises(ValueError, match="family"):
+        C.kernel_info(dt, "ffpa_l9", e, ev, 0)
+    with pytest.raises((TypeError, ValueError)):  # pybind11: TypeError for an int
+        C.kernel_info(dt, 1, e, ev, 0)  # the family is a string now, not a level
     with pytest.raises(ValueError, match="not compiled"):
-        C.kernel_info("bfloat16", 1, 328, 328, 2)
-    d = ffpa_attn.build_info()["head_dims"]["ffpa_l1"][0]
-    dt = ffpa_attn.build_info()["dtypes"][0]
+        C.kernel_info(dt, family, 328, 328, 2)
     with pytest.raises(ValueError):
-        C.kernel_info(dt, 1, d, d, 7)
+        C.kernel_info(dt, family, e, ev, 7)
+    other = [f for f in FAMILIES if f != family]
+    if other and (e, ev) not in _pairs(other[0]):  # a pair of one family is not a kernel of the other
+        with pytest.raises(ValueError, match="not compiled"):
+            C.kernel_info(dt, other[0], e, ev, 0)
 
 
 @pytest.mark.parametrize("layout", ["bhld", "blhd"])
@@ -86,10 +132,24 @@ def test_fake_kernel_shapes_and_strides_on_meta(layout):
         q = torch.empty(B, Hq, L, D, device="meta", dtype=torch.bfloat16)
     k = torch.empty(B, Hkv, S, D, device="meta", dtype=torch.bfloat16)
     v = torch.empty(B, Hkv, S, D, device="meta", dtype=torch.bfloat16)
-    out, lse = torch.ops.ffpa_attn.ffpa_fwd(q, k, v, 0.1, True, 1, 0)
+    out, lse = torch.ops.ffpa_attn.ffpa_fwd(q, k, v, None, 0.1, True, False, 1, 0)
     assert out.shape == (B, Hq, L, D) and out.dtype == torch.bfloat16
     assert lse.shape == (B, Hq, L) and lse.dtype == torch.float32 and lse.is_contiguous()
     if layout == "blhd":
         assert out.transpose(1, 2).is_contiguous()
     else:
         assert out.is_contiguous()
+
+
+def test_fake_kernel_with_mask_and_value_head_dim_on_meta():
+    q = torch.empty(2, 8, 33, 192, device="meta", dtype=torch.float16)
+    k = torch.empty(2, 2, 65, 192, device="meta", dtype=torch.float16)
+    v = torch.empty(2, 2, 65, 128, device="meta", dtype=torch.float16)
+    mask = torch.empty(1, 1, 33, 65, device="meta", dtype=torch.bool).expand(2, 8, 33, 65)
+    out, lse = torch.ops.ffpa_attn.ffpa_fwd(q, k, v, mask, 0.1, True, True, 0, 0)
+    assert out.shape == (2, 8, 33, 128) and out.is_contiguous() and lse.shape == (2, 8, 33)
+
+
+def test_op_schema_is_the_one_python_calls():
+    args = tuple(a.name for a in torch.ops.ffpa_attn.ffpa_fwd.default._schema.arguments)
+    assert args == ffpa_attn._ops._OP_ARGS

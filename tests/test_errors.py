@@ -171,6 +171,12 @@ CASES = [
     Case("num_stages_str", with_qkv(num_stages="2"), FFPATypeError, ("'num_stages'", "str"), None),
     Case("num_stages_float", with_qkv(num_stages=2.0), FFPATypeError, ("'num_stages'", "float"), None),
     Case("num_stages_bool", with_qkv(num_stages=True), FFPATypeError, ("'num_stages'", "bool"), None),
+    Case("causal_align_unknown", with_qkv(is_causal=True, causal_align="bottom-right"), FFPAValueError, ("'causal_align'", "'top_left'", "'bottom_right'", "'bottom-right'"), None),
+    Case("causal_align_case", with_qkv(causal_align="TOP_LEFT"), FFPAValueError, ("'causal_align'", "'TOP_LEFT'"), None),
+    Case("causal_align_empty", with_qkv(causal_align=""), FFPAValueError, ("'causal_align'",), None),
+    Case("causal_align_none", with_qkv(is_causal=True, causal_align=None), FFPATypeError, ("'causal_align'", "NoneType"), None),
+    Case("causal_align_bool", with_qkv(is_causal=True, causal_align=True), FFPATypeError, ("'causal_align'", "bool"), None),
+    Case("causal_align_int", with_qkv(causal_align=1), FFPATypeError, ("'causal_align'", "int"), None),
     Case("return_lse_int", with_qkv(return_lse=1), FFPATypeError, ("'return_lse'", "int"), None),
     Case("strict_str", with_qkv(strict="yes"), FFPATypeError, ("'strict'", "str"), None),
 ]

@@ -1,5 +1,6 @@
 """FFPA L1 on the GPU against a float64 reference: dtype x head dim x causal x GQA x odd lengths,
-layouts, LSE, torch.compile, CUDA graphs, op-level checks and launch resources.
+masks (block-sparse, additive) and bottom-right causal, layouts, LSE, torch.compile, CUDA graphs,
+op-level checks and launch resources.
 
 Skipped (not passed) without a CUDA GPU of compute capability >= 8.0 and the built extension."""
 from __future__ import annotations
@@ -10,6 +11,7 @@ import torch
 import ffpa_attn
 from _reference import (
     assert_close_to_reference,
+    make_mask,
     max_err,
     poison_allocator,
     reference,
@@ -48,6 +50,7 @@ def rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed, layout="bhld"):
 
 
 def run_ffpa(q, k, v, is_causal, **kw):
+    """forward() forced to FFPA L1 (strict: no fallback), outputs poisoned before the run."""
     B, Hq, L, _ = q.shape
     poison_allocator(((B, Hq, L, v.shape[-1]), q.dtype), ((B, Hq, L), torch.float32))
     out, lse = ffpa_attn.forward(q, k, v, is_causal=is_causal, enable_gqa=q.shape[1] != k.shape[1],
@@ -134,6 +137,34 @@ def test_l1_blhd_views_without_copy(dtype, is_causal):
     assert out.transpose(1, 2).is_contiguous()
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("kind", ["blocksparse", "additive_same", "additive_fp32", "padding"])
+def test_l1_masks(dtype, kind):
+    D = 320 if 320 in L1_DIMS else L1_DIMS[0]
+    if not compiled(dtype, D):
+        pytest.skip(f"{dtype} D={D} not compiled")
+    B, Hq, Hkv, L, S = 2, 4, 2, 300, 520
+    q, k, v = rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=7)
+    mask = make_mask(kind, B, Hq, L, S, dtype, torch.Generator(device="cuda").manual_seed(7))
+    out, lse = run_ffpa(q, k, v, False, attn_mask=mask)
+    assert_close_to_reference(out, q, k, v, attn_mask=mask, lse=lse, what=f"L1 D={D} mask={kind}")
+
+
+BR_LENGTHS = [(255, 255), (100, 300), (300, 100), (1, 257), (257, 1)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("L,S", BR_LENGTHS, ids=[f"L{a}-S{b}" for a, b in BR_LENGTHS])
+def test_l1_causal_bottom_right(dtype, L, S):
+    D = 320 if 320 in L1_DIMS else L1_DIMS[0]
+    if not compiled(dtype, D):
+        pytest.skip(f"{dtype} D={D} not compiled")
+    q, k, v = rand_qkv(1, 4, 2, L, S, D, dtype, seed=L + S)
+    out, lse = run_ffpa(q, k, v, True, causal_align="bottom_right")
+    assert_close_to_reference(out, q, k, v, is_causal=True, causal_bottom_right=True, lse=lse,
+                              what=f"L1 bottom-right L={L} S={S}")
+
+
 def test_l1_large_batch_slices_grid():
     """More than 65535 (batch) blocks along grid z: the launcher slices the batch."""
     D = L1_DIMS[0]
@@ -193,9 +224,12 @@ def test_cuda_graph_capture_and_replay_matches_eager():
 def test_opcheck_ffpa_fwd():
     dtype, D = _first_dtype_dim()
     q, k, v = rand_qkv(1, 4, 2, 65, 90, D, dtype, seed=31)
-    torch.library.opcheck(torch.ops.ffpa_attn.ffpa_fwd.default, (q, k, v, D ** -0.5, True, 1, 0))
+    op = torch.ops.ffpa_attn.ffpa_fwd.default
+    torch.library.opcheck(op, (q, k, v, None, D ** -0.5, True, False, 1, 0))
     qt, kt, vt = rand_qkv(1, 4, 2, 65, 90, D, dtype, seed=32, layout="blhd")
-    torch.library.opcheck(torch.ops.ffpa_attn.ffpa_fwd.default, (qt, kt, vt, D ** -0.5, False, 1, 2))
+    torch.library.opcheck(op, (qt, kt, vt, None, D ** -0.5, False, False, 1, 2))
+    mask = make_mask("blocksparse", 1, 4, 65, 90, dtype, None)
+    torch.library.opcheck(op, (q, k, v, mask, D ** -0.5, True, True, 1, 0))
 
 
 def test_runs_on_current_stream_and_device_guard():
@@ -217,7 +251,8 @@ def test_no_register_spills_and_o1_shared_memory():
         if dt not in ffpa_attn.build_info()["dtypes"]:
             continue
         for d in L1_DIMS:
-            info = C.kernel_info(dt, 1, d, d, 3, True)
+            info = C.kernel_info(dt, "ffpa_l1", d, d, 3, True)
+            assert info["family"] == "ffpa_l1" and info["level"] == 1
             assert info["local_bytes"] == 0, f"{dt} D={d}: {info['local_bytes']} bytes of local memory (spills)"
             assert info["registers"] <= 255
 
@@ -225,8 +260,8 @@ def test_no_register_spills_and_o1_shared_memory():
 # ---- op-level argument checks (C++ TORCH_CHECK), each would pass silently without its check -----
 # Kept last in the file: a crash here (seen once, from the toolchain) must not hide the tests above.
 
-def _op(q, k, v, scale=0.05, causal=False, level=1, stages=0):
-    return torch.ops.ffpa_attn.ffpa_fwd(q, k, v, scale, causal, level, stages)
+def _op(q, k, v, scale=0.05, causal=False, level=1, stages=0, mask=None, bottom_right=False):
+    return torch.ops.ffpa_attn.ffpa_fwd(q, k, v, mask, scale, causal, bottom_right, level, stages)
 
 
 def test_op_rejects_bad_arguments():
@@ -242,6 +277,8 @@ def test_op_rejects_bad_arguments():
         ((q, k[..., :-8], v), {}, "key"),
         ((q, k, v), {"level": 2}, "level"),
         ((q, k, v), {"stages": 5}, "num_stages"),
+        ((q, k, v), {"mask": torch.ones(1, 1, 64, 63, dtype=torch.bool, device="cuda")}, "attn_mask"),
+        ((q, k, v), {"mask": torch.ones(1, 1, 64, 64, dtype=torch.int8, device="cuda")}, "attn_mask"),
         ((q, k, v), {"scale": float("inf")}, "scale"),
         ((q[:, :3], k, v), {}, "multiple"),
         ((q, k.cpu(), v), {}, "key"),

@@ -185,8 +185,7 @@ struct FfpaFwd {
                   : p.block_map + batch * p.block_map_batch_stride + head * p.block_map_head_stride +
                         static_cast<int64_t>(m_block) * p.block_map_n_blocks;
     b.num_stages = p.num_stages;
-    MaskRef mref{};
-    if (p.mask != nullptr) mref = mask_ref(p, batch, head);
+
     b.q_smem = ptx::smem_u32addr(smem);
     b.smem_base = b.q_smem + Traits::kQResidentBytes;
 
@@ -258,22 +257,41 @@ struct FfpaFwd {
       const uint8_t code = b.codes != nullptr ? b.codes[j] : static_cast<uint8_t>(kBlockFull);
       const bool need_mask = code == kBlockPartial || n0 + kBlockN > p.len_kv ||
                              (p.is_causal && n0 + kBlockN - 1 > b.m0 + p.causal_offset);
-      float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
-      for (int n = 0; n < kNTilesS; ++n) {
+      for (int n = 0; n < kNTilesS; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float s = s_acc[n][e] * p.scale_log2;
-          if (need_mask) {
-            const int col = n0 + wn * Traits::kWarpColsS + n * 8 + 2 * t4 + (e % 2);
-            const int row = b.m0 + wm * 16 + g + (e / 2) * 8;
-            if (col >= p.len_kv || (p.is_causal && col > row + p.causal_offset)) s = -CUDART_INF_F;
-            else if (code == kBlockPartial && row < p.len_q) s += mask_log2(mref, row, col);
+        for (int e = 0; e < 4; ++e) s_acc[n][e] *= p.scale_log2;
+      // Masking is a per-tile branch (boundary and mixed-mask tiles only), kept out of the
+      // unrolled hot loop; the mask itself is read only in kBlockPartial tiles.
+      if (need_mask) {
+        const int row0 = b.m0 + wm * 16 + g;
+        const int col0 = n0 + wn * Traits::kWarpColsS + 2 * t4;
+#pragma unroll
+        for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = col0 + n * 8 + (e % 2);
+            const int row = row0 + (e / 2) * 8;
+            if (col >= p.len_kv || (p.is_causal && col > row + p.causal_offset)) s_acc[n][e] = -CUDART_INF_F;
           }
-          s_acc[n][e] = s;
-          tile_max[e / 2] = fmaxf(tile_max[e / 2], s);
+        if (code == kBlockPartial) {
+          const MaskRef mref = mask_ref(p, batch, head);
+#pragma unroll
+          for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int col = col0 + n * 8 + (e % 2);
+              const int row = row0 + (e / 2) * 8;
+              if (row < p.len_q && col < p.len_kv && s_acc[n][e] != -CUDART_INF_F)
+                s_acc[n][e] += mask_log2(mref, row, col);
+            }
         }
       }
+      float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+      for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], s_acc[n][e]);
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));

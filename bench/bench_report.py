@@ -1,0 +1,408 @@
+"""The pure (CPU-only) half of bench/bench.py: kernel names and labels, FLOP accounting, grouping
+of results, markdown tables and PNG plots. bench.py re-exports everything here; tests load it
+through bench.py.
+
+A result is a dict with kernel, dtype, B, Hq, Hkv, L, S, D, Dv, causal, mask ("none" or
+"blocksparse"; absent in older JSON = "none"), ms, tflops and optional check/expand fields.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import OrderedDict
+
+# --------------------------------------------------------------------------
+# Kernel registry
+# --------------------------------------------------------------------------
+SDPA_KERNELS = ["sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_math"]
+OUR_KERNELS = ["ffpa_l1", "ffpa_l2", "ffpa_l3", "fa2", "ffpa_auto"]
+BASELINE = "sdpa_efficient"
+# Speedup rows are drawn against each of these that ran (SDPA FA: head dims <= 256 only).
+SPEEDUP_BASELINES = ["sdpa_efficient", "sdpa_flash"]
+MASKS = ["none", "blocksparse"]
+
+LABELS = {
+    "sdpa_efficient": "SDPA EA",
+    "sdpa_flash": "SDPA FA",
+    "sdpa_cudnn": "SDPA cuDNN",
+    "sdpa_math": "SDPA Math",
+    "ffpa_l1": "FFPA L1",
+    "ffpa_l2": "FFPA L2",
+    "ffpa_l3": "FFPA L3",
+    "fa2": "FA2 (ours)",
+    "ffpa_auto": "FFPA auto",
+}
+
+# --check criterion: ours fails if err > CHECK_FACTOR * err(sdpa_efficient) + CHECK_ATOL
+CHECK_FACTOR = 2.0
+CHECK_ATOL = 1e-3
+
+FAIL_MARK = "!"
+EXPAND_MARK = "*"
+
+_VARIANT = re.compile(r"^(ffpa_l[123])_s([1-4])$")
+
+
+def split_variant(kernel: str):
+    """'ffpa_l1_s3' -> ('ffpa_l1', 3): a level forced to a pipeline depth; else (kernel, None)."""
+    m = _VARIANT.match(kernel)
+    return (m.group(1), int(m.group(2))) if m else (kernel, None)
+
+
+def base_kernel(kernel: str) -> str:
+    return split_variant(kernel)[0]
+
+
+def label(kernel: str) -> str:
+    base, stages = split_variant(kernel)
+    return LABELS.get(base, base) + (f" ({stages} stages)" if stages else "")
+
+
+def is_sdpa(kernel: str) -> bool:
+    return kernel.startswith("sdpa_")
+
+
+# --------------------------------------------------------------------------
+# FLOP accounting
+# --------------------------------------------------------------------------
+def causal_pairs(L: int, S: int) -> int:
+    """Number of unmasked (query, key) pairs for top-left aligned causal masking.
+
+    Equals ``sum(min(i + 1, S) for i in range(L))`` (exact, not L*S/2).
+    """
+    L, S = int(L), int(S)
+    if L <= 0 or S <= 0:
+        return 0
+    m = min(L, S)
+    return m * (m + 1) // 2 + max(L - S, 0) * S
+
+
+def attn_flops(B: int, Hq: int, L: int, S: int, D: int, Dv: int | None = None,
+               causal: bool = False) -> int:
+    """FLOPs of attention forward: 2*B*Hq*pairs*(D + Dv) (QK^T plus PV).
+
+    Masks other than causal are not counted: a masked run is measured on the dense
+    (or causal) count, so its TFLOPS compare as time ratios (see make_tables)."""
+    Dv = D if Dv is None else Dv
+    pairs = causal_pairs(L, S) if causal else int(L) * int(S)
+    return 2 * int(B) * int(Hq) * pairs * (int(D) + int(Dv))
+
+
+def compute_tflops(B, Hq, L, S, D, Dv, causal, ms) -> float:
+    """TFLOPS for a run that took ``ms`` milliseconds."""
+    if ms is None or ms <= 0:
+        return float("nan")
+    return attn_flops(B, Hq, L, S, D, Dv, causal) / (ms * 1e-3) / 1e12
+
+
+# --------------------------------------------------------------------------
+# Grouping / formatting
+# --------------------------------------------------------------------------
+def fmt_tflops(x) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.1f}"
+
+
+def fmt_speedup(r) -> str:
+    if r is None or (isinstance(r, float) and not math.isfinite(r)):
+        return "-"
+    return f"{r:.2f}x"
+
+
+def fmt_err(x) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.2e}"
+
+
+def _kernel_order(kernels):
+    known = SDPA_KERNELS + OUR_KERNELS
+    ks = list(dict.fromkeys(kernels))
+    return sorted(ks, key=lambda k: (known.index(base_kernel(k)) if base_kernel(k) in known else len(known), k))
+
+
+def _shape_key(r):
+    return (int(r["B"]), int(r["Hq"]), int(r["Hkv"]), int(r["L"]), int(r["S"]))
+
+
+def result_mask(r) -> str:
+    return str(r.get("mask") or "none")
+
+
+def group_results(results_json) -> "OrderedDict[str, dict]":
+    """Group results by (dtype, causal, mask[, shape]) -> {tag: {dtype, causal, mask, shape, results}}.
+
+    The tag is ``<dtype>[_causal][_<mask>]`` (no suffix for mask "none"); if one
+    (dtype, causal, mask) combo holds several (B, Hq, Hkv, L, S) shapes, a shape suffix is
+    appended.
+    """
+    results = list(results_json.get("results", []))
+    combos: "OrderedDict[tuple, OrderedDict]" = OrderedDict()
+    for r in results:
+        key = (str(r["dtype"]), bool(r["causal"]), result_mask(r))
+        combos.setdefault(key, OrderedDict()).setdefault(_shape_key(r), []).append(r)
+    # stable order: dtype order of appearance, non-causal before causal, masks in MASKS order
+    dtypes = list(dict.fromkeys(k[0] for k in combos))
+    masks = MASKS + sorted({k[2] for k in combos} - set(MASKS))
+    out: "OrderedDict[str, dict]" = OrderedDict()
+    for dt in dtypes:
+        for causal in (False, True):
+            for mask in masks:
+                shapes = combos.get((dt, causal, mask))
+                if not shapes:
+                    continue
+                base = dt + ("_causal" if causal else "") + ("" if mask == "none" else f"_{mask}")
+                for shape, rs in shapes.items():
+                    tag = base
+                    if len(shapes) > 1:
+                        B, Hq, Hkv, L, S = shape
+                        tag = f"{base}_B{B}_H{Hq}_Hkv{Hkv}_L{L}_S{S}"
+                    out[tag] = {"dtype": dt, "causal": causal, "mask": mask, "shape": shape,
+                                "results": rs}
+    return out
+
+
+def _cells(rs):
+    """-> (columns [(D, Dv)], kernels, {(kernel, (D, Dv)): result})"""
+    cells = {}
+    for r in rs:
+        D = int(r["D"])
+        Dv = int(r.get("Dv", D))
+        cells[(r["kernel"], (D, Dv))] = r  # duplicates: last one wins
+    cols = sorted({c for (_, c) in cells})
+    kernels = _kernel_order(k for (k, _) in cells)
+    return cols, kernels, cells
+
+
+def _col_label(col):
+    D, Dv = col
+    return f"D={D}" if D == Dv else f"D={D}/Dv={Dv}"
+
+
+def _speedup(cells, kernel, col, baseline=BASELINE):
+    ours = cells.get((kernel, col))
+    base = cells.get((baseline, col))
+    if not ours or not base:
+        return None
+    try:
+        t_ours, t_base = float(ours["tflops"]), float(base["tflops"])
+    except (TypeError, ValueError, KeyError):
+        return None
+    if not (math.isfinite(t_ours) and math.isfinite(t_base)) or t_base <= 0:
+        return None
+    return t_ours / t_base
+
+
+def speedup_series(cells, cols, kernels):
+    """[(ours, baseline, [ratio or None per column])] for every (ours, baseline) pair with at
+    least one number: each of ours against each SPEEDUP_BASELINES kernel that ran."""
+    series = []
+    for base in SPEEDUP_BASELINES:
+        if base not in kernels:
+            continue
+        for k in kernels:
+            if is_sdpa(k):
+                continue
+            vals = [_speedup(cells, k, c, base) for c in cols]
+            if any(v is not None for v in vals):
+                series.append((k, base, vals))
+    return series
+
+
+def _md_row(cells):
+    return "| " + " | ".join(cells) + " |"
+
+
+def _title(g, device):
+    extra = "" if g["mask"] == "none" else f", mask {g['mask']}"
+    return f"### {g['dtype']}{' causal' if g['causal'] else ''}{extra} — {device}"
+
+
+def make_tables(results_json) -> "OrderedDict[str, str]":
+    """Markdown tables, one per (dtype, causal, mask): {"bench_<tag>": markdown}.
+
+    Rows: SDPA EA TFLOPS, other SDPA backends that ran, each of our kernels' TFLOPS, then
+    "<ours> speedup vs SDPA EA" and "<ours> speedup vs SDPA FA" rows (where that baseline
+    ran and the row has a number).  Missing cells are "-"; cells whose --check failed get a
+    trailing "!".  Masked runs count dense flops (noted under the table).
+    """
+    device = results_json.get("device", "unknown device")
+    date = results_json.get("date", "")
+    torch_v = results_json.get("torch", "")
+    cuda_v = results_json.get("cuda", "")
+    tables: "OrderedDict[str, str]" = OrderedDict()
+    for tag, g in group_results(results_json).items():
+        cols, kernels, cells = _cells(g["results"])
+        B, Hq, Hkv, L, S = g["shape"]
+        sdpa = [k for k in kernels if is_sdpa(k)]
+        ours = [k for k in kernels if not is_sdpa(k)]
+        lines = [
+            _title(g, device),
+            "",
+            (f"Device: {device} | dtype: {g['dtype']} | B={B} H={Hq} Hkv={Hkv} "
+             f"L={L} S={S} | causal: {g['causal']} | mask: {g['mask']} | torch {torch_v} "
+             f"CUDA {cuda_v} | date: {date}"),
+            "",
+            _md_row(["Kernel (TFLOPS)"] + [_col_label(c) for c in cols]),
+            _md_row(["---"] + ["---:"] * len(cols)),
+        ]
+        any_fail = any_expanded = False
+        for k in sdpa + ours:
+            row = [label(k)]
+            for c in cols:
+                r = cells.get((k, c))
+                if r is None:
+                    row.append("-")
+                    continue
+                s = fmt_tflops(r.get("tflops"))
+                if r.get("gqa_expanded"):
+                    s += EXPAND_MARK
+                    any_expanded = True
+                if r.get("check_ok") is False:
+                    s += FAIL_MARK
+                    any_fail = True
+                row.append(s)
+            lines.append(_md_row(row))
+        for k, base, vals in speedup_series(cells, cols, kernels):
+            lines.append(_md_row([f"{label(k)} speedup vs {label(base)}"] + [fmt_speedup(v) for v in vals]))
+        if g["mask"] != "none":
+            lines += ["", f"Mask `{g['mask']}`: TFLOPS count the dense flops "
+                      f"({'causal pairs' if g['causal'] else 'every (query, key) pair'}, masked or "
+                      "not), so they and the speedups read as time ratios, not useful work."]
+        if any_expanded:
+            lines += ["", f"`{EXPAND_MARK}` = backend has no native GQA: K/V were pre-expanded "
+                      "to Hq heads outside the timed region."]
+        if any_fail:
+            lines += ["", f"`{FAIL_MARK}` = output check failed (error > "
+                      f"{CHECK_FACTOR:g}x SDPA EA error + {CHECK_ATOL:g})."]
+        # optional accuracy table (present when the run used --check)
+        if any(r.get("max_abs_err") is not None for r in g["results"]):
+            lines += ["", "Max abs err (rel err) vs fp32 SDPA math reference:", "",
+                      _md_row(["Kernel"] + [_col_label(c) for c in cols]),
+                      _md_row(["---"] + ["---:"] * len(cols))]
+            for k in sdpa + ours:
+                row = [label(k)]
+                for c in cols:
+                    r = cells.get((k, c))
+                    if r is None or r.get("max_abs_err") is None:
+                        row.append("-")
+                    else:
+                        row.append(f"{fmt_err(r['max_abs_err'])} ({fmt_err(r.get('rel_err'))})")
+                lines.append(_md_row(row))
+        tables[f"bench_{tag}"] = "\n".join(lines) + "\n"
+    return tables
+
+
+# --------------------------------------------------------------------------
+# Plots
+# --------------------------------------------------------------------------
+def _bars(ax, xs, xlabels, series, fmt):
+    n = max(len(series), 1)
+    width = 0.8 / n
+    for i, (name, vals) in enumerate(series):
+        pos = [x - 0.4 + width * (i + 0.5) for x in xs]
+        hs = [v if v is not None and math.isfinite(v) else 0.0 for v in vals]
+        rects = ax.bar(pos, hs, width, label=name)
+        for rect, v in zip(rects, vals):
+            if v is None or not math.isfinite(v):
+                ax.annotate("-", (rect.get_x() + rect.get_width() / 2, 0),
+                            ha="center", va="bottom", fontsize=8,
+                            xytext=(0, 2), textcoords="offset points")
+                continue
+            ax.annotate(fmt(v), (rect.get_x() + rect.get_width() / 2, rect.get_height()),
+                        ha="center", va="bottom", fontsize=6, rotation=90,
+                        xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(xs)
+    ax.set_xticklabels(xlabels)
+    ax.set_xlabel("head dim")
+    ax.legend(fontsize=7, ncol=min(n, 5), loc="upper center",
+              bbox_to_anchor=(0.5, -0.14), frameon=False)
+    ax.margins(y=0.12)
+
+
+def _save(fig, path, paths):
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    paths.append(path)
+
+
+# plot file prefix and y label per speedup baseline
+_SPEEDUP_PLOTS = {"sdpa_efficient": ("speedup", "SDPA efficient attention"),
+                  "sdpa_flash": ("speedup_vs_fa", "SDPA flash attention")}
+
+
+def make_plots(results_json, out_dir) -> list:
+    """Write bar plots (matplotlib Agg) and return the list of written paths.
+
+    Per (dtype, causal, mask) combo: ``tflops_<tag>.png`` (TFLOPS per kernel per head dim),
+    ``speedup_<tag>.png`` (each of ours vs SDPA EA) when SDPA EA and one of ours ran, and
+    ``speedup_vs_fa_<tag>.png`` (vs SDPA FA) when one of ours shares a head dim with SDPA FA.
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(out_dir, exist_ok=True)
+    device = results_json.get("device", "unknown device")
+    paths = []
+    for tag, g in group_results(results_json).items():
+        cols, kernels, cells = _cells(g["results"])
+        B, Hq, Hkv, L, S = g["shape"]
+        subtitle = (f"{device} | {g['dtype']} | B={B} H={Hq} Hkv={Hkv} L={L} S={S}"
+                    f"{' | causal' if g['causal'] else ''}"
+                    f"{'' if g['mask'] == 'none' else ' | mask ' + g['mask'] + ' (dense flops)'}")
+        xs = list(range(len(cols)))
+        xlabels = [_col_label(c)[2:] for c in cols]
+        width = max(6.0, 1.2 * len(cols) + 3)
+
+        series = []
+        for k in kernels:
+            vals = []
+            for c in cols:
+                r = cells.get((k, c))
+                vals.append(float(r["tflops"]) if r is not None and r.get("tflops") is not None
+                            else None)
+            series.append((label(k), vals))
+        fig, ax = plt.subplots(figsize=(width, 5.0))
+        _bars(ax, xs, xlabels, series, lambda v: f"{v:.0f}")
+        ax.set_ylabel("TFLOPS")
+        ax.set_title(f"Attention forward TFLOPS\n{subtitle}", fontsize=9)
+        _save(fig, os.path.join(out_dir, f"tflops_{tag}.png"), paths)
+
+        all_series = speedup_series(cells, cols, kernels)
+        for base, (prefix, name) in _SPEEDUP_PLOTS.items():
+            series = [(label(k), vals) for k, b, vals in all_series if b == base]
+            if not series:
+                continue
+            fig, ax = plt.subplots(figsize=(width, 5.0))
+            _bars(ax, xs, xlabels, series, lambda v: f"{v:.2f}x")
+            ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
+            ax.set_ylabel(f"speedup vs {label(base)}")
+            ax.set_title(f"Speedup vs {name}\n{subtitle}", fontsize=9)
+            _save(fig, os.path.join(out_dir, f"{prefix}_{tag}.png"), paths)
+    return paths
+
+
+def write_outputs(results_json, out_dir, gen_bench=True, plot=True, echo=True) -> list:
+    """Write markdown tables and/or plots; returns written paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    if gen_bench:
+        for name, md in make_tables(results_json).items():
+            p = os.path.join(out_dir, f"{name}.md")
+            with open(p, "w") as f:
+                f.write(md)
+            written.append(p)
+            if echo:
+                print(md)
+    if plot:
+        written += make_plots(results_json, out_dir)
+    if echo:
+        for p in written:
+            print(f"wrote {p}")
+    return written
