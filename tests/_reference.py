@@ -70,6 +70,10 @@ def sdpa_low_precision(q, k, v, is_causal=False, scale=None, attn_mask=None, cau
     if attn_mask is None and not (is_causal and causal_bottom_right):
         return SDPA(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=gqa)
     mask = equivalent_mask(q, k, is_causal, attn_mask, causal_bottom_right)
+    if mask.dtype != torch.bool and mask.dtype != q.dtype:
+        # SDPA's CUDA kernels want a float mask in the query's dtype (an fp32 mask with fp16
+        # inputs came back NaN from the chosen backend); the yardstick is SDPA's own precision.
+        mask = mask.to(q.dtype)
     return SDPA(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
 
 

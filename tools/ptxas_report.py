@@ -8,6 +8,7 @@ ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 REGS = re.compile(r"Used (\d+) registers")
 TRAITS = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)ENS_4TileILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E")
+FA2 = re.compile(r"Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_7Fa2TileILi(\d+)ELi(\d+)ELi(\d+)E")
 DT = {"6__half": "fp16", "13__nv_bfloat16": "bf16"}
 
 
@@ -20,14 +21,20 @@ def main(path):
             frame = tuple(int(x) for x in m.groups())
         elif cur and frame and (m := REGS.search(line)):
             t = TRAITS.search(cur[0])
+            f = FA2.search(cur[0])
             if t:
                 dt, d, dv, lvl, wm, wn, bn, cd = t.groups()
                 rows.append((f"L{lvl}", DT.get(dt, dt), int(d), cur[1], 16 * int(wm), int(bn), int(cd),
                              32 * int(wm) * int(wn), int(m.group(1)), frame))
+            elif f:
+                dt, d, dv, w, mt, bn = f.groups()
+                name = int(d) if d == dv else f"{d}/{dv}"
+                rows.append(("FA2", DT.get(dt, dt), name, cur[1], 16 * int(mt) * int(w), int(bn), int(d),
+                             32 * int(w), int(m.group(1)), frame))
             cur = None
-    print("| level | dtype | D | arch | Br | Bc | chunk | threads | registers | spill st/ld (B) | stack (B) |")
+    print("| kernel | dtype | D | arch | Br | Bc | chunk | threads | registers | spill st/ld (B) | stack (B) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for lvl, dt, d, arch, br, bc, cd, th, regs, (stack, st, ld) in sorted(set(rows)):
+    for lvl, dt, d, arch, br, bc, cd, th, regs, (stack, st, ld) in sorted(set(rows), key=lambda r: (r[0], r[1], int(str(r[2]).split("/")[0]), str(r[2]), r[3])):
         flag = " SPILL" if st or ld else ""
         print(f"| {lvl} | {dt} | {d} | {arch} | {br} | {bc} | {cd} | {th} | {regs} | {st}/{ld}{flag} | {stack} |")
 

@@ -123,18 +123,21 @@ void sweep(int B, int H, int N, bool causal) {
   // The first variant of each D is the reference (the current table entry).
   variant<D, ffpa::Fa2TileFor<D>>("table", pr, 2, true);
   variant<D, ffpa::Fa2TileFor<D>>("table", pr, 3, false);
-  // Run 4: D > 128 (O accumulator of D / 2 registers): fragment prefetch on/off, and the
-  // other dims at the run-3 winners.
-  if constexpr (D <= 64) {
-    variant<D, Fa2Tile<4, 2, 64, false, 2>>("4w x2 Bc64 2blk", pr, 2, false);
-  } else if constexpr (D <= 128) {
-    variant<D, Fa2Tile<4, 2, 64, false, 1>>("4w x2 Bc64", pr, 2, false);
-    variant<D, Fa2Tile<4, 2, 32, false, 1>>("4w x2 Bc32", pr, 2, false);
+  // Run 7: wider tiles where registers allow (D=32: Bc 128; 8 warps x 2 m-tiles = 256 rows).
+  if constexpr (D <= 32) {
+    variant<D, Fa2Tile<4, 2, 128, true, 1>>("4w x2 Bc128 qreg", pr, 3, false);
+    variant<D, Fa2Tile<4, 2, 128, false, 1, true, true>>("4w x2 Bc128 earlyV", pr, 3, false);
+    variant<D, Fa2Tile<8, 2, 64, false, 1, true, true>>("8w x2 Bc64 earlyV", pr, 3, false);
+  } else if constexpr (D <= 64) {
+    variant<D, Fa2Tile<8, 2, 64, false, 1, true, true>>("8w x2 Bc64 earlyV", pr, 3, false);
+    variant<D, Fa2Tile<4, 2, 64, true, 2, true, true>>("4w x2 Bc64 qreg 2blk earlyV", pr, 3, false);
+  } else if constexpr (D <= 96) {
+    variant<D, Fa2Tile<8, 2, 64, false, 1, true, true>>("8w x2 Bc64 earlyV", pr, 3, false);
+    variant<D, Fa2Tile<4, 2, 64, false, 1, false, true>>("4w x2 Bc64 nopf earlyV", pr, 3, false);
   } else {
-    variant<D, Fa2Tile<8, 1, 64, false, 1, false>>("8w x1 Bc64 nopf", pr, 2, false);
-    variant<D, Fa2Tile<8, 1, 32, false, 1, false>>("8w x1 Bc32 nopf", pr, 2, false);
-    variant<D, Fa2Tile<4, 1, 64, false, 1, false>>("4w x1 Bc64 nopf", pr, 2, false);
-    variant<D, Fa2Tile<8, 1, 32, false, 1, true>>("8w x1 Bc32 pf", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 64, false, 1, false, true>>("8w x1 Bc64 nopf earlyV", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 64, false, 1, false, true>>("4w x1 Bc64 nopf earlyV", pr, 3, false);
+    variant<D, Fa2Tile<8, 2, 32, false, 1, false, true>>("8w x2 Bc32 nopf earlyV", pr, 2, false);
   }
   CK(cudaFree(pr.q));
   CK(cudaFree(pr.k));
@@ -150,10 +153,9 @@ int main(int argc, char** argv) {
   const bool causal = argc > 4 && std::atoi(argv[4]) != 0;
 #ifndef TUNE_DIMS
   sweep<32>(B, H, N, causal);
+  sweep<64>(B, H, N, causal);
   sweep<96>(B, H, N, causal);
-  sweep<160>(B, H, N, causal);
   sweep<192>(B, H, N, causal);
-  sweep<256>(B, H, N, causal);
 #else
   TUNE_DIMS
 #endif

@@ -16,7 +16,11 @@ namespace ffpa {
 // min_blocks is the blocks per SM the register allocation must allow (__launch_bounds__).
 // prefetch loads the K/V (and Q) fragments of the next MMA step before the current step's MMAs
 // (double-buffered fragment registers), which hides ldmatrix latency where registers allow.
-template <int kWarps_, int kMTiles_, int kBlockN_, bool kQInRegs_, int kMinBlocks_ = 1, bool kPrefetch_ = true>
+// early_v waits for V_j (and issues the next K) before the softmax instead of after it.
+// prefetch_q (with prefetch) double-buffers the Q fragments too; without it they are loaded
+// just in time once per k-step (8 fewer registers per m-tile).
+template <int kWarps_, int kMTiles_, int kBlockN_, bool kQInRegs_, int kMinBlocks_ = 1, bool kPrefetch_ = true,
+          bool kEarlyV_ = false, bool kPrefetchQ_ = true>
 struct Fa2Tile {
   static constexpr int warps = kWarps_;
   static constexpr int m_tiles = kMTiles_;
@@ -24,23 +28,30 @@ struct Fa2Tile {
   static constexpr bool q_in_regs = kQInRegs_;
   static constexpr int min_blocks = kMinBlocks_;
   static constexpr bool prefetch = kPrefetch_;
+  static constexpr bool early_v = kEarlyV_;
+  static constexpr bool prefetch_q = kPrefetchQ_;
 };
 
 // The FA-2 tile table, keyed by head dim (D = max(E, Ev) for unequal pairs).
 // Registers per thread ~ 4 * m_tiles * (Dv / 8 + block_n / 8) fp32 accumulators (+ D / 4 with
 // q_in_regs); kept under ~200 so nothing spills at 255.
-// Measured on an H100 (tools/tune_fa2.cu, 2026-11-21, bf16 B=1 H=32 N=8192; docs/tuning_fa2.md).
-// Two m-tiles per warp (each K/V fragment feeds two MMAs) with fragment prefetch is the fastest
-// shape up to D = 128, even where ptxas spills a few loop invariants (D=128: 359 TFLOPS against
-// 305 for 8 warps x 1 m-tile at 128 registers). Above 128 the O accumulator (D / 2 registers per
-// thread at one m-tile) leaves no room for prefetch buffers: one m-tile, no prefetch (4 warps up
-// to D = 192, two blocks per SM; 8 warps above, spill-free).
+// Measured on an H100 (tools/tune_fa2.cu, 2026-11-21, bf16, B=1 H=32 N=8192 and B=8 H=16 N=2048;
+// runs 1-7 in docs/tuning_fa2.md). Two m-tiles per warp (each K/V fragment feeds two MMAs) with
+// fragment prefetch is the fastest shape up to D = 128, even where ptxas spills a few loop
+// invariants (D=128: 360 TFLOPS against 305 for 8 warps x 1 m-tile at 128 registers; D=32 with
+// Bc=128 spills 456 B and still runs 22% faster than the spill-free Bc=64). Above 128 the O
+// accumulator (D / 2 registers per thread at one m-tile) leaves no room for prefetch buffers:
+// one m-tile, no prefetch (prefetch there spills inside the MMA loop and runs ~6x slower).
 template <int kHeadDim>
 using Fa2TileFor = std::conditional_t<
-    (kHeadDim <= 64), Fa2Tile<4, 2, 64, false, 2>,
-    std::conditional_t<(kHeadDim <= 128), Fa2Tile<4, 2, 64, false, 1>,
-                       std::conditional_t<(kHeadDim <= 192), Fa2Tile<4, 1, 64, false, 1, false>,
-                                          Fa2Tile<8, 1, 64, false, 1, false>>>>;
+    (kHeadDim <= 32), Fa2Tile<4, 2, 128, true, 1>,
+    std::conditional_t<
+        (kHeadDim <= 64), Fa2Tile<4, 2, 64, false, 2, true, true>,
+        std::conditional_t<
+            (kHeadDim <= 96), Fa2Tile<4, 2, 64, false, 1, true, true>,
+            std::conditional_t<(kHeadDim <= 128), Fa2Tile<4, 2, 64, false, 1>,
+                               std::conditional_t<(kHeadDim <= 192), Fa2Tile<4, 1, 64, false, 1, false>,
+                                                  Fa2Tile<8, 1, 64, false, 1, false, true>>>>>>;
 
 template <typename Element_, int kHeadDim_, int kHeadDimV_, typename Cfg>
 struct Fa2Traits {
@@ -57,6 +68,8 @@ struct Fa2Traits {
   static constexpr bool kQInRegs = Cfg::q_in_regs;
   static constexpr int kMinBlocks = Cfg::min_blocks;
   static constexpr bool kPrefetch = Cfg::prefetch;
+  static constexpr bool kEarlyV = Cfg::early_v;
+  static constexpr bool kPrefetchQ = Cfg::prefetch_q;
 
   static constexpr int kNTilesS = kBlockN / 8;     // m16n8 S tiles per m-tile
   static constexpr int kNTilesO = kHeadDimV / 8;   // m16n8 O tiles per m-tile
@@ -66,6 +79,7 @@ struct Fa2Traits {
   using QTile = SmemTile<kBlockM, kHeadDim>;
   using KTile = SmemTile<kBlockN, kHeadDim>;
   using VTile = SmemTile<kBlockN, kHeadDimV>;
+  using OTile = SmemTile<kBlockM, kHeadDimV>;  // the epilogue's staging of O (over Q and the ring)
 
   // Shared memory: the block's Q tile (loaded once), then a ring of stages, each holding one
   // K tile or one V tile (the loads alternate K_j, V_j, K_j+1, ...).
@@ -77,6 +91,7 @@ struct Fa2Traits {
   static_assert(kBlockN % 16 == 0, "MMA k-steps of P@V are 16 keys");
   static_assert(kQBytes % 128 == 0 && kStageBytes % 128 == 0, "keep buffers 128-byte aligned");
   static_assert(kThreads <= 512, "at most 16 warps per block");
+  static_assert(OTile::kBytes <= kQBytes + kStageBytes, "the O staging tile must fit the Q tile and one stage");
 };
 
 }  // namespace ffpa

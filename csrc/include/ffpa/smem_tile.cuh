@@ -20,6 +20,7 @@ struct SwizzledTile {
   static constexpr int kRowsPerBankLine = kUnits >= 8 ? 1 : 8 / kUnits;
   static constexpr int kPhases = kUnits >= 8 ? 8 : kUnits;
   static constexpr int kBytes = kRows * kCols * 2;
+  static constexpr bool kAnyRowStep = false;  // advance() needs row steps that keep the phase
 
   // Byte offset of 16-byte unit `unit` of row `row`.
   static __host__ __device__ __forceinline__ uint32_t unit_offset(int row, int unit) {
@@ -36,7 +37,7 @@ struct SwizzledTile {
   // bit): an XOR with a small constant plus an immediate, so unrolled fragment loops keep one
   // base register per lane instead of one precomputed address per (dr, du). Needs the tile
   // base aligned to min(kUnits, 8) * 16 bytes.
-  static __device__ __forceinline__ uint32_t advance(uint32_t addr, int dr, int du) {
+  static __host__ __device__ __forceinline__ uint32_t advance(uint32_t addr, int dr, int du) {
     constexpr int kP = kPhases;
     return (addr ^ static_cast<uint32_t>((du % kP) * 16)) + static_cast<uint32_t>(dr * kUnits * 16 + (du - du % kP) * 16);
   }
@@ -52,6 +53,7 @@ struct PaddedTile {
   static constexpr int kUnits = kCols / 8;
   static constexpr int kStrideUnits = kUnits + 1;
   static constexpr int kBytes = kRows * kStrideUnits * 16;
+  static constexpr bool kAnyRowStep = true;  // advance() is linear
 
   static __host__ __device__ __forceinline__ uint32_t unit_offset(int row, int unit) {
     return static_cast<uint32_t>((row * kStrideUnits + unit) * 16);
@@ -59,7 +61,7 @@ struct PaddedTile {
   static __host__ __device__ __forceinline__ uint32_t elem_offset(int row, int col) {
     return unit_offset(row, col / 8) + static_cast<uint32_t>((col % 8) * 2);
   }
-  static __device__ __forceinline__ uint32_t advance(uint32_t addr, int dr, int du) {
+  static __host__ __device__ __forceinline__ uint32_t advance(uint32_t addr, int dr, int du) {
     return addr + static_cast<uint32_t>((dr * kStrideUnits + du) * 16);
   }
 };

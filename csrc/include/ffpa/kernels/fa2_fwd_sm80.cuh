@@ -79,24 +79,30 @@ struct Fa2Fwd {
 
   // Rows [0, kRows) x all kCols columns of a row-major matrix into a shared tile; with kCheck,
   // rows at or past `valid_rows` are zero-filled (finite values keep the masked lanes of P@V at
-  // 0). When the block's threads cover whole rows, each thread copies one fixed 16-byte unit of
-  // rows r0, r0 + R, r0 + 2R, ...: one pointer and one shared address, stepped by constants.
+  // 0). Where it can, each thread copies one fixed 16-byte unit of rows r0, r0 + R, r0 + 2R, ...
+  // (R = threads / units per row): one pointer and one shared address, stepped by constants.
   template <typename TileT, int kRows, int kCols, bool kCheck>
   static __device__ __forceinline__ void load_rows(uint32_t dst, const Element* src, int64_t row_stride,
                                                    int valid_rows, int tid) {
     constexpr int kUnits = kCols / 8;
     constexpr int kTotal = kRows * kUnits;
-    if constexpr (kThreads % kUnits == 0 && kTotal % kThreads == 0 && (kThreads / kUnits) % 8 == 0) {
-      constexpr int kR = kThreads / kUnits;  // rows per pass
+    constexpr int kR = kThreads / kUnits;  // rows per pass when each thread keeps one unit
+    if constexpr (kR >= 1 && (TileT::kAnyRowStep || kR % 8 == 0)) {
+      constexpr int kPasses = (kRows + kR - 1) / kR;
       const int r0 = tid / kUnits;
       const int u = tid % kUnits;
-      const Element* g = src + r0 * row_stride + u * 8;
-      const uint32_t s0 = dst + TileT::unit_offset(r0, u);
-      const int64_t step = kR * row_stride;
+      if (kThreads % kUnits == 0 || r0 < kR) {  // the last kThreads % kUnits threads idle
+        const Element* g = src + r0 * row_stride + u * 8;
+        const uint32_t s0 = dst + TileT::unit_offset(r0, u);
+        const int64_t step = kR * row_stride;
 #pragma unroll
-      for (int it = 0; it < kTotal / kThreads; ++it, g += step) {
-        const bool valid = !kCheck || r0 + it * kR < valid_rows;
-        ptx::cp_async_cg_16(TileT::advance(s0, it * kR, 0), valid ? g : src, valid);
+        for (int it = 0; it < kPasses; ++it, g += step) {
+          const int r = r0 + it * kR;
+          if (kRows % kR == 0 || r < kRows) {
+            const bool valid = !kCheck || r < valid_rows;
+            ptx::cp_async_cg_16(TileT::advance(s0, it * kR, 0), valid ? g : src, valid);
+          }
+        }
       }
     } else {
       constexpr int kIters = (kTotal + kThreads - 1) / kThreads;
@@ -288,9 +294,10 @@ struct Fa2Fwd {
         // step st, so ldmatrix latency overlaps the tensor cores instead of stalling them.
         constexpr int kNP = kNTilesS / 2;
         constexpr int kSteps = kKStepsQK * kNP;
-        constexpr int kBuf = Traits::kPrefetch ? 2 : 1;  // fragment buffers
-        uint32_t bk[kBuf][4];
-        uint32_t a_ld[Traits::kQInRegs ? 1 : kBuf][kMTiles][4];
+        constexpr int kBufB = Traits::kPrefetch ? 2 : 1;                        // K fragment buffers
+        constexpr int kBufA = Traits::kPrefetch && Traits::kPrefetchQ ? 2 : 1;  // Q fragment buffers
+        uint32_t bk[kBufB][4];
+        uint32_t a_ld[Traits::kQInRegs ? 1 : kBufA][kMTiles][4];
         if constexpr (!Traits::kQInRegs) {
 #pragma unroll
           for (int mt = 0; mt < kMTiles; ++mt) ptx::ldmatrix_m8n8_x4(a_ld[0][mt], QTile::advance(q_lane, mt * 16, 0));
@@ -300,32 +307,42 @@ struct Fa2Fwd {
 #pragma unroll
         for (int st = 0; st < kSteps; ++st) {
           const int ks = st / kNP, np = st % kNP;
-          // Without prefetch, step st loads its own fragments (into buffer 0) right here.
-          const int ld = Traits::kPrefetch ? st + 1 : st;
-          if (ld < kSteps && (Traits::kPrefetch || st > 0)) {
-            const int ks1 = ld / kNP, np1 = ld % kNP;
-            if constexpr (!Traits::kQInRegs) {
-              if (np1 == 0) {
+          if constexpr (!Traits::kQInRegs) {
+            // Q fragments of k-step ks: one step ahead with two buffers, else just in time.
+            const int lda = kBufA == 2 ? st + 1 : st;
+            if (lda < kSteps && lda % kNP == 0 && (kBufA == 2 || st > 0)) {
 #pragma unroll
-                for (int mt = 0; mt < kMTiles; ++mt)
-                  ptx::ldmatrix_m8n8_x4(a_ld[ks1 % kBuf][mt], QTile::advance(q_lane, mt * 16, ks1 * 2));
-              }
+              for (int mt = 0; mt < kMTiles; ++mt)
+                ptx::ldmatrix_m8n8_x4(a_ld[(lda / kNP) % kBufA][mt], QTile::advance(q_lane, mt * 16, (lda / kNP) * 2));
             }
-            ptx::ldmatrix_m8n8_x4(bk[ld % kBuf], KTile::advance(k_smem, np1 * 16, ks1 * 2));
           }
-          const uint32_t b0[2] = {bk[st % kBuf][0], bk[st % kBuf][1]};
-          const uint32_t b1[2] = {bk[st % kBuf][2], bk[st % kBuf][3]};
+          // Without prefetch, step st loads its own K fragments (into buffer 0) right here.
+          const int ld = Traits::kPrefetch ? st + 1 : st;
+          if (ld < kSteps && (Traits::kPrefetch || st > 0))
+            ptx::ldmatrix_m8n8_x4(bk[ld % kBufB], KTile::advance(k_smem, (ld % kNP) * 16, (ld / kNP) * 2));
+          const uint32_t b0[2] = {bk[st % kBufB][0], bk[st % kBufB][1]};
+          const uint32_t b1[2] = {bk[st % kBufB][2], bk[st % kBufB][3]};
 #pragma unroll
           for (int mt = 0; mt < kMTiles; ++mt) {
             if constexpr (Traits::kQInRegs) {
               Num::mma_f32acc(s_acc[mt][2 * np], q_frag[mt][ks], b0);
               Num::mma_f32acc(s_acc[mt][2 * np + 1], q_frag[mt][ks], b1);
             } else {
-              Num::mma_f32acc(s_acc[mt][2 * np], a_ld[ks % kBuf][mt], b0);
-              Num::mma_f32acc(s_acc[mt][2 * np + 1], a_ld[ks % kBuf][mt], b1);
+              Num::mma_f32acc(s_acc[mt][2 * np], a_ld[ks % kBufA][mt], b0);
+              Num::mma_f32acc(s_acc[mt][2 * np + 1], a_ld[ks % kBufA][mt], b1);
             }
           }
         }
+      }
+
+      // With kEarlyV, V_j's slot is claimed before the softmax, so the K_j+1 load issued there
+      // overlaps the softmax as well as P@V (the softmax touches no shared memory); it costs
+      // registers (the copy's addresses live next to S).
+      uint32_t v_smem = 0;
+      if constexpr (Traits::kEarlyV) {
+        acquire(p, b, pr, tid);
+        v_smem = slot_addr(b, slot) + v_lane;
+        slot = next_slot(b, slot);
       }
 
       // ---- scale, mask, online softmax (base 2) ----
@@ -381,9 +398,11 @@ struct Fa2Fwd {
       }
 
       // ---- O += P @ V_j: P from registers, V fragments double-buffered like K's ----
-      acquire(p, b, pr, tid);
-      const uint32_t v_smem = slot_addr(b, slot) + v_lane;
-      slot = next_slot(b, slot);
+      if constexpr (!Traits::kEarlyV) {
+        acquire(p, b, pr, tid);
+        v_smem = slot_addr(b, slot) + v_lane;
+        slot = next_slot(b, slot);
+      }
       {
         constexpr int kNP = kNTilesO / 2;
         constexpr int kSteps = kKStepsPV * kNP;
@@ -409,8 +428,11 @@ struct Fa2Fwd {
     }
     ptx::cp_async_wait_group<0>();
 
-    // ---- epilogue: row sums across the quad, O / l, LSE (natural log) ----
-    Element* o_base = static_cast<Element*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
+    // ---- epilogue: row sums across the quad, O / l into shared memory, LSE (natural log) ----
+    // O goes through shared memory (the Q tile and ring are free once every warp is done) so the
+    // global stores are whole 16-byte units, row by row.
+    using OTile = typename Traits::OTile;
+    __syncthreads();
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
@@ -418,21 +440,33 @@ struct Fa2Fwd {
         float l = row_sum[mt][r];
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const int row = m0 + warp_row0 + mt * 16 + g + r * 8;
-        if (row >= p.len_q) continue;
+        const int row_in_block = warp_row0 + mt * 16 + g + r * 8;
         const float inv = l > 0.f ? 1.f / l : 0.f;
-        Element* o_row = o_base + static_cast<int64_t>(row) * p.o_row_stride;
 #pragma unroll
-        for (int n = 0; n < kNTilesO; ++n)
-          *reinterpret_cast<uint32_t*>(o_row + n * 8 + 2 * t4) =
-              Num::pack2(o_acc[mt][n][2 * r] * inv, o_acc[mt][n][2 * r + 1] * inv);
-        if (p.lse != nullptr && t4 == 0) {
+        for (int n = 0; n < kNTilesO; ++n) {
+          const uint32_t packed = Num::pack2(o_acc[mt][n][2 * r] * inv, o_acc[mt][n][2 * r + 1] * inv);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(q_smem + OTile::elem_offset(row_in_block, n * 8 + 2 * t4)),
+                       "r"(packed));
+        }
+        const int row = m0 + row_in_block;
+        if (p.lse != nullptr && t4 == 0 && row < p.len_q) {
           constexpr float kLn2 = 0.6931471805599453f;
-          const float m = row_max[mt][r];
           p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] =
-              l > 0.f ? (m + __log2f(l)) * kLn2 : -CUDART_INF_F;
+              l > 0.f ? (row_max[mt][r] + __log2f(l)) * kLn2 : -CUDART_INF_F;
         }
       }
+    __syncthreads();
+    Element* o_base = static_cast<Element*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride +
+                      static_cast<int64_t>(m0) * p.o_row_stride;
+    constexpr int kUnitsO = Traits::kHeadDimV / 8;
+    for (int i = tid; i < rows_q * kUnitsO; i += kThreads) {
+      const int r = i / kUnitsO, u = i % kUnitsO;
+      uint4 val;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w)
+                   : "r"(q_smem + OTile::unit_offset(r, u)));
+      *reinterpret_cast<uint4*>(o_base + r * p.o_row_stride + u * 8) = val;
+    }
   }
 };
 

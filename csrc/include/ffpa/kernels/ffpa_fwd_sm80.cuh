@@ -55,14 +55,14 @@ struct FfpaFwd {
   using PTile = SwizzledTile<kBlockM, kBlockN>;
 
   // Per-block view of the problem: base pointers already offset to (batch, head, block).
+  // Loop-invariant state kept in registers; strides and lengths are read from the
+  // (constant-bank) params where needed, leaving registers to the fragments.
   struct Block {
     const Element* q;  // row m0 of this block's query head
     const Element* k;  // row 0 of the kv head
     const Element* v;
-    int64_t q_row_stride, k_row_stride, v_row_stride;
     int m0;            // first query row of the block
     int rows_q;        // valid query rows in this block (<= kBlockM)
-    int len_kv;
     int n_end;             // key tiles [0, n_end) can hold visible keys (causal cut)
     const uint8_t* codes;  // this query block's row of the mask block map, or null
     int num_stages;
@@ -110,7 +110,7 @@ struct FfpaFwd {
     return b.smem_base + static_cast<uint32_t>((t % b.num_stages) * Traits::kStageBytes);
   }
 
-  static __device__ __forceinline__ void issue(const Block& b, Producer& pr, int tid) {
+  static __device__ __forceinline__ void issue(const FwdParams& p, const Block& b, Producer& pr, int tid) {
     if (pr.tile >= b.n_end) return;
     const int c = pr.c;
     const uint32_t dst = stage_addr(b, pr.issued);
@@ -118,12 +118,12 @@ struct FfpaFwd {
     if (c < kChunksQK) {
       uint32_t k_dst = dst;
       if constexpr (!Traits::kQResident) {
-        load_slice<QTile, kBlockM>(dst, b.q, b.q_row_stride, b.rows_q, c, tid);
+        load_slice<QTile, kBlockM>(dst, b.q, p.q_row_stride, b.rows_q, c, tid);
         k_dst += Traits::kQSliceBytes;
       }
-      load_slice<KTile, kBlockN>(k_dst, b.k + n0 * b.k_row_stride, b.k_row_stride, b.len_kv - n0, c, tid);
+      load_slice<KTile, kBlockN>(k_dst, b.k + n0 * p.k_row_stride, p.k_row_stride, p.len_kv - n0, c, tid);
     } else {
-      load_slice<VTile, kBlockN>(dst, b.v + n0 * b.v_row_stride, b.v_row_stride, b.len_kv - n0,
+      load_slice<VTile, kBlockN>(dst, b.v + n0 * p.v_row_stride, p.v_row_stride, p.len_kv - n0,
                                  c - kChunksQK, tid);
     }
     ++pr.issued;
@@ -135,17 +135,17 @@ struct FfpaFwd {
 
   // Make the consumer's next item resident and keep the ring full. Every call commits exactly
   // one group (possibly empty), so "the item landed" is "at most num_stages - 2 groups pending".
-  static __device__ __forceinline__ void acquire(const Block& b, Producer& pr, int tid) {
+  static __device__ __forceinline__ void acquire(const FwdParams& p, const Block& b, Producer& pr, int tid) {
     if (b.num_stages == 1) {
       __syncthreads();  // everyone is done reading the single buffer
-      issue(b, pr, tid);
+      issue(p, b, pr, tid);
       ptx::cp_async_commit_group();
       ptx::cp_async_wait_group<0>();
       __syncthreads();
     } else {
       ptx::cp_async_wait_group_dyn(b.num_stages - 2);
       __syncthreads();  // the item is visible to all; everyone is done with the slot refilled next
-      issue(b, pr, tid);
+      issue(p, b, pr, tid);
       ptx::cp_async_commit_group();
     }
   }
@@ -169,10 +169,6 @@ struct FfpaFwd {
     Block b;
     b.m0 = m_block * kBlockM;
     b.rows_q = min(kBlockM, p.len_q - b.m0);
-    b.len_kv = p.len_kv;
-    b.q_row_stride = p.q_row_stride;
-    b.k_row_stride = p.k_row_stride;
-    b.v_row_stride = p.v_row_stride;
     b.q = static_cast<const Element*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride +
           static_cast<int64_t>(b.m0) * p.q_row_stride;
     b.k = static_cast<const Element*>(p.k) + batch * p.k_batch_stride + head_kv * p.k_head_stride;
@@ -209,14 +205,14 @@ struct FfpaFwd {
     if constexpr (Traits::kQResident) {
 #pragma unroll 1
       for (int c = 0; c < kChunksQK; ++c)
-        load_slice<QTile, kBlockM>(b.q_smem + c * Traits::kQSliceBytes, b.q, b.q_row_stride, b.rows_q, c, tid);
+        load_slice<QTile, kBlockM>(b.q_smem + c * Traits::kQSliceBytes, b.q, p.q_row_stride, b.rows_q, c, tid);
       ptx::cp_async_commit_group();
     }
     // Prologue: fill num_stages - 1 buffers.
     Producer pr{next_tile(b, 0), 0, 0};
     const int first_tile = pr.tile;
     for (int s = 0; s < b.num_stages - 1; ++s) {
-      issue(b, pr, tid);
+      issue(p, b, pr, tid);
       ptx::cp_async_commit_group();
     }
 
@@ -232,7 +228,7 @@ struct FfpaFwd {
 
 #pragma unroll 1
       for (int c = 0; c < kChunksQK; ++c, ++t) {
-        acquire(b, pr, tid);
+        acquire(p, b, pr, tid);
         const uint32_t q_smem = Traits::kQResident ? b.q_smem + c * Traits::kQSliceBytes : stage_addr(b, t);
         const uint32_t k_smem = Traits::kQResident ? stage_addr(b, t) : q_smem + Traits::kQSliceBytes;
 #pragma unroll
@@ -350,7 +346,7 @@ struct FfpaFwd {
       uint32_t p_frag[Traits::kKStepsPV][4];
 #pragma unroll
       for (int c = 0; c < kChunksV; ++c, ++t) {
-        acquire(b, pr, tid);  // its barrier also publishes the P tile written above
+        acquire(p, b, pr, tid);  // its barrier also publishes the P tile written above
         if (c == 0) {
 #pragma unroll
           for (int ks = 0; ks < Traits::kKStepsPV; ++ks)
