@@ -248,6 +248,12 @@ def test_op_applies_mask_and_causal_together():
 
 # ---- launch resources ----------------------------------------------------------------------------
 
+# Local memory (spills) the FA-2 tile table accepts, by head dim, on sm_90a: the fastest D=128
+# tile keeps two m-tiles and prefetch buffers at 255 registers and spills a few loop invariants
+# (16 B stack; docs/tuning_fa2.md). Every other entry must stay spill-free.
+FA2_LOCAL_BYTES_BUDGET = {128: 32}
+
+
 def test_fa2_kernel_info_and_no_register_spills():
     import ffpa_attn._C as C
 
@@ -255,7 +261,9 @@ def test_fa2_kernel_info_and_no_register_spills():
         for e, ev in FA2_PAIRS:
             info = C.kernel_info(dt, "fa2", e, ev, 0, True)
             assert info["family"] == "fa2" and info["level"] == 0 and info["chunk_d"] == e
-            assert info["local_bytes"] == 0, f"{dt} E={e} Ev={ev}: {info['local_bytes']} bytes of local memory"
+            budget = FA2_LOCAL_BYTES_BUDGET.get(max(e, ev), 0)
+            assert info["local_bytes"] <= budget, (
+                f"{dt} E={e} Ev={ev}: {info['local_bytes']} bytes of local memory (budget {budget})")
             assert info["registers"] <= 255
 
 

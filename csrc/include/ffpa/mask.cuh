@@ -46,4 +46,19 @@ __device__ __forceinline__ float mask_log2(const MaskRef& m, int row, int col) {
   return m.kind == MaskKind::kBool ? x : x * kLog2e;
 }
 
+// The additive base-2 mask values of one accumulator quad: (row, col), (row, col + 1),
+// (row + 8, col), (row + 8, col + 1); 0 outside [0, len_q) x [0, len_kv). Not inlined on purpose:
+// it runs only in mixed-mask tiles, and inlined its address arithmetic raised the register
+// pressure of the whole hot loop (spills in FFPA L1 at D = 384..1024).
+static __device__ __noinline__ float4 mask_quad_log2(const FwdParams& p, int batch, int head, int row, int col) {
+  const MaskRef m = mask_ref(p, batch, head);
+  float v[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int r = row + (e / 2) * 8, c = col + (e % 2);
+    v[e] = (r < p.len_q && c < p.len_kv) ? mask_log2(m, r, c) : 0.f;
+  }
+  return make_float4(v[0], v[1], v[2], v[3]);
+}
+
 }  // namespace ffpa::attn

@@ -160,18 +160,13 @@ struct Fa2Fwd {
           s_acc[mt][n][e] = x;
         }
     if (code != kBlockPartial) return;
-    const MaskRef mref = mask_ref(p, blockIdx.z, blockIdx.y);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int n = 0; n < kNTilesS; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = row0 + mt * 16 + g + (e / 2) * 8;
-          const int col = n0 + n * 8 + 2 * t4 + (e % 2);
-          if (row < p.len_q && col < p.len_kv && s_acc[mt][n][e] != -CUDART_INF_F)
-            s_acc[mt][n][e] += mask_log2(mref, row, col);
-        }
+      for (int n = 0; n < kNTilesS; ++n) {
+        const float4 mq = mask_quad_log2(p, blockIdx.z, blockIdx.y, row0 + mt * 16 + g, n0 + n * 8 + 2 * t4);
+        s_acc[mt][n][0] += mq.x, s_acc[mt][n][1] += mq.y, s_acc[mt][n][2] += mq.z, s_acc[mt][n][3] += mq.w;
+      }
   }
 
   // Make the consumer's next item resident and keep the ring full. Every call commits exactly

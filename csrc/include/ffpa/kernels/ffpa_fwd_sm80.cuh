@@ -64,7 +64,6 @@ struct FfpaFwd {
     int m0;            // first query row of the block
     int rows_q;        // valid query rows in this block (<= kBlockM)
     int n_end;             // key tiles [0, n_end) can hold visible keys (causal cut)
-    const uint8_t* codes;  // this query block's row of the mask block map, or null
     int num_stages;
     uint32_t smem_base;  // shared address of stage 0
     uint32_t q_smem;     // shared address of the resident Q tile (kQResident)
@@ -97,23 +96,36 @@ struct FfpaFwd {
   struct Producer {
     int tile;    // KV tile of the next item
     int c;       // item within the tile
-    int issued;  // items issued so far (ring slot = issued % num_stages)
+    int slot;    // ring slot of the next item
   };
 
-  static __device__ __forceinline__ int next_tile(const Block& b, int j) {
-    if (b.codes != nullptr)
-      while (j < b.n_end && b.codes[j] == kBlockSkip) ++j;
+  // This query block's row of the mask block map (recomputed from blockIdx where needed rather
+  // than held in two registers through the loop).
+  static __device__ __forceinline__ const uint8_t* block_codes(const FwdParams& p) {
+    const int m_block = gridDim.x - 1 - blockIdx.x;
+    return p.block_map + blockIdx.z * p.block_map_batch_stride + blockIdx.y * p.block_map_head_stride +
+           static_cast<int64_t>(m_block) * p.block_map_n_blocks;
+  }
+
+  static __device__ __forceinline__ int next_tile(const FwdParams& p, const Block& b, int j) {
+    if (p.block_map != nullptr) {
+      const uint8_t* codes = block_codes(p);
+      while (j < b.n_end && codes[j] == kBlockSkip) ++j;
+    }
     return j;
   }
 
-  static __device__ __forceinline__ uint32_t stage_addr(const Block& b, int t) {
-    return b.smem_base + static_cast<uint32_t>((t % b.num_stages) * Traits::kStageBytes);
+  static __device__ __forceinline__ uint32_t stage_addr(const Block& b, int slot) {
+    return b.smem_base + static_cast<uint32_t>(slot * Traits::kStageBytes);
+  }
+  static __device__ __forceinline__ int next_slot(const Block& b, int slot) {
+    return slot + 1 == b.num_stages ? 0 : slot + 1;
   }
 
   static __device__ __forceinline__ void issue(const FwdParams& p, const Block& b, Producer& pr, int tid) {
     if (pr.tile >= b.n_end) return;
     const int c = pr.c;
-    const uint32_t dst = stage_addr(b, pr.issued);
+    const uint32_t dst = stage_addr(b, pr.slot);
     const int n0 = pr.tile * kBlockN;
     if (c < kChunksQK) {
       uint32_t k_dst = dst;
@@ -126,10 +138,10 @@ struct FfpaFwd {
       load_slice<VTile, kBlockN>(dst, b.v + n0 * p.v_row_stride, p.v_row_stride, p.len_kv - n0,
                                  c - kChunksQK, tid);
     }
-    ++pr.issued;
+    pr.slot = next_slot(b, pr.slot);
     if (++pr.c == kItemsPerTile) {
       pr.c = 0;
-      pr.tile = next_tile(b, pr.tile + 1);
+      pr.tile = next_tile(p, b, pr.tile + 1);
     }
   }
 
@@ -176,10 +188,6 @@ struct FfpaFwd {
     // Causal: the block's last valid row sees keys up to (row + causal_offset).
     const int kv_end = p.is_causal ? max(0, min(p.len_kv, b.m0 + b.rows_q + p.causal_offset)) : p.len_kv;
     b.n_end = (kv_end + kBlockN - 1) / kBlockN;
-    b.codes = p.block_map == nullptr
-                  ? nullptr
-                  : p.block_map + batch * p.block_map_batch_stride + head * p.block_map_head_stride +
-                        static_cast<int64_t>(m_block) * p.block_map_n_blocks;
     b.num_stages = p.num_stages;
 
     b.q_smem = ptx::smem_u32addr(smem);
@@ -209,15 +217,15 @@ struct FfpaFwd {
       ptx::cp_async_commit_group();
     }
     // Prologue: fill num_stages - 1 buffers.
-    Producer pr{next_tile(b, 0), 0, 0};
+    Producer pr{next_tile(p, b, 0), 0, 0};
     const int first_tile = pr.tile;
     for (int s = 0; s < b.num_stages - 1; ++s) {
       issue(p, b, pr, tid);
       ptx::cp_async_commit_group();
     }
 
-    int t = 0;
-    for (int j = first_tile; j < b.n_end; j = next_tile(b, j + 1)) {
+    int slot = 0;  // the consumer's ring slot
+    for (int j = first_tile; j < b.n_end; j = next_tile(p, b, j + 1)) {
       const int n0 = j * kBlockN;
       // ---- S = Q @ K_j^T, one kChunkD slice of the head dim per pipeline step ----
       float s_acc[kNTilesS][4];
@@ -227,10 +235,10 @@ struct FfpaFwd {
         for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
 
 #pragma unroll 1
-      for (int c = 0; c < kChunksQK; ++c, ++t) {
+      for (int c = 0; c < kChunksQK; ++c, slot = next_slot(b, slot)) {
         acquire(p, b, pr, tid);
-        const uint32_t q_smem = Traits::kQResident ? b.q_smem + c * Traits::kQSliceBytes : stage_addr(b, t);
-        const uint32_t k_smem = Traits::kQResident ? stage_addr(b, t) : q_smem + Traits::kQSliceBytes;
+        const uint32_t q_smem = Traits::kQResident ? b.q_smem + c * Traits::kQSliceBytes : stage_addr(b, slot);
+        const uint32_t k_smem = Traits::kQResident ? stage_addr(b, slot) : q_smem + Traits::kQSliceBytes;
 #pragma unroll
         for (int ks = 0; ks < Traits::kKStepsQK; ++ks) {
           uint32_t a[4];
@@ -250,7 +258,7 @@ struct FfpaFwd {
       }
 
       // ---- online softmax on this tile (base 2) ----
-      const uint8_t code = b.codes != nullptr ? b.codes[j] : static_cast<uint8_t>(kBlockFull);
+      const uint8_t code = p.block_map != nullptr ? block_codes(p)[j] : static_cast<uint8_t>(kBlockFull);
       const bool need_mask = code == kBlockPartial || n0 + kBlockN > p.len_kv ||
                              (p.is_causal && n0 + kBlockN - 1 > b.m0 + p.causal_offset);
 #pragma unroll
@@ -271,16 +279,11 @@ struct FfpaFwd {
             if (col >= p.len_kv || (p.is_causal && col > row + p.causal_offset)) s_acc[n][e] = -CUDART_INF_F;
           }
         if (code == kBlockPartial) {
-          const MaskRef mref = mask_ref(p, batch, head);
 #pragma unroll
-          for (int n = 0; n < kNTilesS; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int col = col0 + n * 8 + (e % 2);
-              const int row = row0 + (e / 2) * 8;
-              if (row < p.len_q && col < p.len_kv && s_acc[n][e] != -CUDART_INF_F)
-                s_acc[n][e] += mask_log2(mref, row, col);
-            }
+          for (int n = 0; n < kNTilesS; ++n) {
+            const float4 mq = mask_quad_log2(p, batch, head, row0, col0 + n * 8);
+            s_acc[n][0] += mq.x, s_acc[n][1] += mq.y, s_acc[n][2] += mq.z, s_acc[n][3] += mq.w;
+          }
         }
       }
       float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
@@ -345,14 +348,14 @@ struct FfpaFwd {
       // ---- O += P @ V_j, one kChunkD slice of Dv per pipeline step (unrolled: O is in registers) ----
       uint32_t p_frag[Traits::kKStepsPV][4];
 #pragma unroll
-      for (int c = 0; c < kChunksV; ++c, ++t) {
+      for (int c = 0; c < kChunksV; ++c, slot = next_slot(b, slot)) {
         acquire(p, b, pr, tid);  // its barrier also publishes the P tile written above
         if (c == 0) {
 #pragma unroll
           for (int ks = 0; ks < Traits::kKStepsPV; ++ks)
             ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::unit_offset(wm * 16 + lane % 16, ks * 2 + lane / 16));
         }
-        const uint32_t v_smem = stage_addr(b, t);
+        const uint32_t v_smem = stage_addr(b, slot);
 #pragma unroll
         for (int ks = 0; ks < Traits::kKStepsPV; ++ks) {
 #pragma unroll
