@@ -5,43 +5,9 @@
 //   nvcc -std=c++17 -O3 --expt-relaxed-constexpr -Icsrc -Icsrc/include \
 //        -gencode=arch=compute_90a,code=sm_90a -o /tmp/tune_fa2 tools/tune_fa2.cu
 //   /tmp/tune_fa2 [B H N causal]      (default 1 32 8192 0)
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <vector>
-
+#include "tune_common.cuh"
 #include "ffpa/fa2_traits.h"
 #include "ffpa/kernels/fa2_fwd_sm80.cuh"
-
-using Elem = __nv_bfloat16;
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-
-__global__ void fill_random(Elem* x, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
-    h ^= h >> 16, h *= 0x7feb352du, h ^= h >> 15, h *= 0x846ca68bu, h ^= h >> 16;
-    x[i] = __float2bfloat16((h & 0xffffff) / float(0x1000000) * 2.f - 1.f);
-  }
-}
-
-__global__ void max_abs_diff(const Elem* a, const Elem* b, int64_t n, float* out) {
-  float m = 0.f;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const float d = fabsf(__bfloat162float(a[i]) - __bfloat162float(b[i]));
-    m = (d == d) ? fmaxf(m, d) : INFINITY;
-  }
-  atomicMax(reinterpret_cast<int*>(out), __float_as_int(m));  // non-negative floats order as ints
-}
 
 struct Problem {
   int B, H, N;
@@ -76,30 +42,8 @@ void variant(const char* name, const Problem& pr, int stages, bool is_ref) {
   kernel<<<grid, Traits::kThreads, smem>>>(p);
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
-  float diff = 0.f;
-  if (!is_ref) {
-    float* d_diff;
-    CK(cudaMalloc(&d_diff, 4));
-    CK(cudaMemset(d_diff, 0, 4));
-    max_abs_diff<<<264, 256>>>(out, pr.ref, (int64_t)pr.B * pr.H * pr.N * D, d_diff);
-    CK(cudaMemcpy(&diff, d_diff, 4, cudaMemcpyDeviceToHost));
-    CK(cudaFree(d_diff));
-  }
-  std::vector<float> ms;
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 15; ++i) {
-    CK(cudaEventRecord(a));
-    kernel<<<grid, Traits::kThreads, smem>>>(p);
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float t;
-    CK(cudaEventElapsedTime(&t, a, b));
-    if (i >= 3) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  const double t = ms[ms.size() / 2];
+  const float diff = is_ref ? 0.f : max_diff(out, pr.ref, (int64_t)pr.B * pr.H * pr.N * D);
+  const double t = median_ms([&] { kernel<<<grid, Traits::kThreads, smem>>>(p); }, 3, 12);
   double flops = 4.0 * pr.B * pr.H * (double)pr.N * pr.N * D;
   if (pr.causal) flops = flops * (pr.N + 1) / (2.0 * pr.N);
   std::printf("D=%4d %-28s stages=%d Br=%3d Bc=%3d thr=%3d regs=%3d local=%3d smem=%6d  %7.3f ms  %6.1f TFLOPS  maxdiff=%.2e\n",

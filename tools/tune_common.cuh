@@ -1,0 +1,73 @@
+// Shared by the stand-alone tile sweeps (tools/tune_l1.cu, tools/tune_fa2.cu): error check,
+// random fill, max |a - b| and the CUDA-event median timer. Not part of the library.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using Elem = __nv_bfloat16;
+#define CK(x)                                                                          \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+__global__ void fill_random(Elem* x, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 16, h *= 0x7feb352du, h ^= h >> 15, h *= 0x846ca68bu, h ^= h >> 16;
+    x[i] = __float2bfloat16((h & 0xffffff) / float(0x1000000) * 2.f - 1.f);
+  }
+}
+
+__global__ void max_abs_diff(const Elem* a, const Elem* b, int64_t n, float* out) {
+  float m = 0.f;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const float d = fabsf(__bfloat162float(a[i]) - __bfloat162float(b[i]));
+    m = (d == d) ? fmaxf(m, d) : INFINITY;
+  }
+  atomicMax(reinterpret_cast<int*>(out), __float_as_int(m));  // non-negative floats order as ints
+}
+
+// Largest |a - b| over n elements (inf if either holds a NaN).
+inline float max_diff(const Elem* a, const Elem* b, int64_t n) {
+  float* d_diff;
+  float diff = 0.f;
+  CK(cudaMalloc(&d_diff, 4));
+  CK(cudaMemset(d_diff, 0, 4));
+  max_abs_diff<<<264, 256>>>(a, b, n, d_diff);
+  CK(cudaMemcpy(&diff, d_diff, 4, cudaMemcpyDeviceToHost));
+  CK(cudaFree(d_diff));
+  return diff;
+}
+
+// Median of `iters` CUDA-event timings of launch() after `warmup` untimed calls, in ms.
+template <typename Launch>
+double median_ms(Launch launch, int warmup, int iters) {
+  std::vector<float> ms;
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < warmup + iters; ++i) {
+    CK(cudaEventRecord(a));
+    launch();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float t;
+    CK(cudaEventElapsedTime(&t, a, b));
+    if (i >= warmup) ms.push_back(t);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
