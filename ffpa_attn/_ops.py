@@ -100,10 +100,10 @@ if _C is not None and _OP is None:
     _IMPORT_ERROR = (
         "ffpa_attn._C was imported but did not register torch.ops.ffpa_attn.ffpa_fwd"
     )
-elif _OP is not None and _stale_schema_error(_OP) is not None:
+elif _OP is not None and (_stale := _stale_schema_error(_OP)) is not None:
     # A binary built from older sources: calling it with this layer's arguments would fail
     # (or worse, bind them to the wrong parameters). Treat it as unavailable, loudly.
-    _IMPORT_ERROR = _stale_schema_error(_OP)
+    _IMPORT_ERROR = _stale
     _OP = None
     warnings.warn(
         f"ffpa_attn: {_IMPORT_ERROR}; every call will fall back to "

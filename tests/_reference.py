@@ -1,5 +1,5 @@
-"""Shared helpers for the kernel tests: the float64 reference (masks, both causal alignments), the
-tolerance rule and output poisoning.
+"""Shared helpers for the kernel tests: random inputs, the float64 reference (masks, both causal
+alignments), the tolerance rule, output poisoning and CUDA-graph capture.
 
 Tolerance rule: on every row that keeps at least one key, our max error against the float64
 reference must stay within 2x PyTorch SDPA's own low-precision error + ATOL; rows with no key
@@ -13,6 +13,33 @@ import torch.nn.functional as F
 
 # The original SDPA, captured before any test can patch F.scaled_dot_product_attention.
 SDPA = F.scaled_dot_product_attention
+
+def rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed, layout="bhld", Dv=None, device="cuda"):
+    """Fresh randn q (B, Hq, L, D), k (B, Hkv, S, D), v (B, Hkv, S, Dv or D). layout "blhd":
+    (B, N, H, D) storage viewed as (B, H, N, D), i.e. strided heads."""
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def make(H, N, d):
+        if layout == "blhd":
+            return torch.randn(B, N, H, d, device=device, dtype=dtype, generator=g).transpose(1, 2)
+        return torch.randn(B, H, N, d, device=device, dtype=dtype, generator=g)
+
+    return make(Hq, L, D), make(Hkv, S, D), make(Hkv, S, D if Dv is None else Dv)
+
+
+def capture_graph(f):
+    """Capture f() in a CUDA graph after one warm-up call on the capture stream (one-time
+    attribute setup must not happen inside the capture) -> (graph, the captured output)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        f()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = f()
+    return graph, static_out
+
 
 # Absolute slack on top of "2x SDPA's own error": one b16 rounding step of a unit-size output.
 ATOL = {torch.float16: 1e-3, torch.bfloat16: 8e-3}

@@ -15,8 +15,10 @@ import ffpa_attn
 from _reference import (
     MASK_KINDS,
     assert_close_to_reference,
+    capture_graph,
     make_mask,
     poison_allocator,
+    rand_qkv,
     reference,
 )
 from ffpa_attn import _routing
@@ -46,17 +48,6 @@ def need(dtype, d, dv=None):
     pair = (d, d if dv is None else dv)
     if DT_NAME[dtype] not in INFO.get("dtypes", []) or pair not in FA2_PAIRS:
         pytest.skip(f"{dtype} head dims {pair} not compiled for fa2 in this build")
-
-
-def rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed, layout="bhld", Dv=None):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-
-    def make(H, N, d):
-        if layout == "blhd":  # (B, N, H, D) storage viewed as (B, H, N, D): strided heads
-            return torch.randn(B, N, H, d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
-        return torch.randn(B, H, N, d, device="cuda", dtype=dtype, generator=g)
-
-    return make(Hq, L, D), make(Hkv, S, D), make(Hkv, S, D if Dv is None else Dv)
 
 
 def run_fa2(q, k, v, causal="none", attn_mask=None, **kw):
@@ -204,14 +195,7 @@ def test_cuda_graph_capture_and_replay_with_mask():
     mask = make_mask("blocksparse", 2, 4, 190, 190, dtype, None).expand(2, 4, 190, 190).clone()
     f = lambda: ffpa_attn.forward(q, k, v, attn_mask=mask, strict=True)  # noqa: E731
     eager = f()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # warm up on the capture stream (one-time attribute setup)
-        f()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_out = f()
+    graph, static_out = capture_graph(f)
     # Fresh inputs and a different mask copied into the captured buffers: the replay follows them.
     q2, k2, v2 = rand_qkv(2, 4, 4, 190, 190, 128, dtype, seed=23)
     q.copy_(q2), k.copy_(k2), v.copy_(v2)

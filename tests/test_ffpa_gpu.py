@@ -11,9 +11,11 @@ import torch
 import ffpa_attn
 from _reference import (
     assert_close_to_reference,
+    capture_graph,
     make_mask,
     max_err,
     poison_allocator,
+    rand_qkv,
     reference,
     sdpa_low_precision,
 )
@@ -36,17 +38,6 @@ DT_NAME = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 def compiled(dtype, d):
     info = ffpa_attn.build_info()
     return DT_NAME[dtype] in info.get("dtypes", []) and d in info.get("head_dims", {}).get("ffpa_l1", [])
-
-
-def rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed, layout="bhld"):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-
-    def make(H, N):
-        if layout == "blhd":  # (B, N, H, D) storage viewed as (B, H, N, D): strided heads
-            return torch.randn(B, N, H, D, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
-        return torch.randn(B, H, N, D, device="cuda", dtype=dtype, generator=g)
-
-    return make(Hq, L), make(Hkv, S), make(Hkv, S)
 
 
 def run_ffpa(q, k, v, is_causal, **kw):
@@ -204,14 +195,7 @@ def test_cuda_graph_capture_and_replay_matches_eager():
     q, k, v = rand_qkv(2, 4, 4, 190, 190, D, dtype, seed=22)
     f = lambda: ffpa_attn.forward(q, k, v, is_causal=False, strict=True)  # noqa: E731
     eager = f()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # warm up on the capture stream (one-time attribute setup)
-        f()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_out = f()
+    graph, static_out = capture_graph(f)
     # Fresh inputs copied into the captured buffers: the replay must follow them.
     q2, k2, v2 = rand_qkv(2, 4, 4, 190, 190, D, dtype, seed=23)
     q.copy_(q2), k.copy_(k2), v.copy_(v2)

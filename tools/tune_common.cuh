@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "ffpa/params.h"
+
 using Elem = __nv_bfloat16;
 #define CK(x)                                                                          \
   do {                                                                                 \
@@ -36,6 +38,23 @@ __global__ void max_abs_diff(const Elem* a, const Elem* b, int64_t n, float* out
     m = (d == d) ? fmaxf(m, d) : INFINITY;
   }
   atomicMax(reinterpret_cast<int*>(out), __float_as_int(m));  // non-negative floats order as ints
+}
+
+// Params of a dense (B, H, N, D) self-attention problem: MHA, contiguous BHND, no mask,
+// top-left causal or none, softmax scale 1/sqrt(D).
+inline ffpa::FwdParams dense_params(const Elem* q, const Elem* k, const Elem* v, Elem* o, int B, int H, int N, int D,
+                                    bool causal, int stages) {
+  ffpa::FwdParams p{};
+  p.q = q, p.k = k, p.v = v, p.o = o, p.lse = nullptr;
+  const int64_t row = D, head = (int64_t)N * D, batch = head * H;
+  p.q_batch_stride = p.k_batch_stride = p.v_batch_stride = p.o_batch_stride = batch;
+  p.q_head_stride = p.k_head_stride = p.v_head_stride = p.o_head_stride = head;
+  p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = row;
+  p.batch = B, p.heads_q = H, p.heads_kv = H, p.len_q = N, p.len_kv = N;
+  p.head_dim = D, p.head_dim_v = D;
+  p.scale = 1.f / std::sqrt((float)D), p.scale_log2 = p.scale * 1.4426950408889634f;
+  p.is_causal = causal, p.causal_offset = 0, p.num_stages = stages;
+  return p;
 }
 
 // Largest |a - b| over n elements (inf if either holds a NaN).

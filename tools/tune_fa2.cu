@@ -26,16 +26,7 @@ void variant(const char* name, const Problem& pr, int stages, bool is_ref) {
     return;
   }
   Elem* out = is_ref ? pr.ref : pr.out;
-  ffpa::FwdParams p{};
-  p.q = pr.q, p.k = pr.k, p.v = pr.v, p.o = out, p.lse = nullptr;
-  const int64_t row = D, head = (int64_t)pr.N * D, batch = head * pr.H;
-  p.q_batch_stride = p.k_batch_stride = p.v_batch_stride = p.o_batch_stride = batch;
-  p.q_head_stride = p.k_head_stride = p.v_head_stride = p.o_head_stride = head;
-  p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = row;
-  p.batch = pr.B, p.heads_q = pr.H, p.heads_kv = pr.H, p.len_q = pr.N, p.len_kv = pr.N;
-  p.head_dim = D, p.head_dim_v = D;
-  p.scale = 1.f / std::sqrt((float)D), p.scale_log2 = p.scale * 1.4426950408889634f;
-  p.is_causal = pr.causal, p.causal_offset = 0, p.num_stages = stages;
+  const ffpa::FwdParams p = dense_params(pr.q, pr.k, pr.v, out, pr.B, pr.H, pr.N, D, pr.causal, stages);
   const dim3 grid((pr.N + Traits::kBlockM - 1) / Traits::kBlockM, pr.H, pr.B);
   cudaFuncAttributes attr;
   CK(cudaFuncGetAttributes(&attr, kernel));
