@@ -5,6 +5,9 @@ Environment knobs:
                    embedded too, so newer GPUs can JIT it)
   FFPA_HEAD_DIMS   comma list of head dims to instantiate, default: every supported one
   FFPA_DTYPES      comma list out of fp16,bf16, default both
+  FFPA_ACCS        comma list out of fp32,fp16,mixed (MMA accumulation; fp16/mixed are built for
+                   fp16 inputs of the FFPA families only), default all
+  FFPA_FAMILIES    comma list out of fa2,ffpa_l1,ffpa_l2,ffpa_l3, default all
   FFPA_PTXAS_VERBOSE=1   pass -Xptxas -v (register / shared-memory / spill report per kernel)
   MAX_JOBS         parallel compile jobs (ninja)
 """
@@ -49,9 +52,12 @@ def extensions():
     archs = env_list("FFPA_ARCHS", ["80", "89", "90a"])
     dims = [int(x) for x in env_list("FFPA_HEAD_DIMS", [])] or None
     dtypes = env_list("FFPA_DTYPES", ["fp16", "bf16"])
+    accs = env_list("FFPA_ACCS", []) or None
+    families = env_list("FFPA_FAMILIES", []) or None
     generated = gen_instantiations.generate(ROOT / "csrc" / "generated", dims, dtypes, archs, VERSION,
-                                            [ptx_arch(archs)])
+                                            [ptx_arch(archs)], accs, families)
     sources = ["csrc/ops/module.cpp", "csrc/ops/ffpa_ops.cpp", "csrc/launch/ffpa_fwd_dispatch.cpp",
+               "csrc/launch/ffpa_heuristic.cpp",
                "csrc/launch/mask_block_map.cu"]
     sources += [os.path.relpath(p, ROOT) for p in generated]
     nvcc = ["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", *arch_flags(archs)]

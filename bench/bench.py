@@ -25,6 +25,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import re
 import statistics
 import sys
 import warnings
@@ -42,6 +43,7 @@ from bench_report import (  # noqa: E402  (re-exported: tests use bench.<name>)
     SDPA_KERNELS,
     SPEEDUP_BASELINES,
     _VARIANT,
+    acc_variant,
     attn_flops,
     base_kernel,
     causal_pairs,
@@ -158,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from-json", default=None, metavar="FILE",
                    help="no GPU work: load results JSON and regenerate tables/plots")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--acc", nargs="+", choices=["fp16", "mixed"], default=None,
+                   help="also time each requested FFPA level with fp16 / mixed MMA accumulation "
+                        "(fp16 inputs only; kernels named ffpa_l1_fp16acc, ...)")
     p.add_argument("--stages", type=int, nargs="+", choices=[1, 2, 3, 4], default=None,
                    help="also time each requested FFPA level forced to these pipeline depths "
                         "(kernels named ffpa_l1_s2, ...)")
@@ -217,6 +222,9 @@ def main(argv=None) -> int:
     if args.stages:  # forced pipeline depths: ffpa_lX_sN variants of every requested level
         args.kernels = list(args.kernels) + [f"{k}_s{n}" for k in args.kernels if _VARIANT.match(f"{k}_s1")
                                              for n in args.stages]
+    if args.acc:  # accumulation variants ffpa_lX_<acc>acc of every requested level
+        args.kernels = list(args.kernels) + [f"{k}_{a}acc" for k in args.kernels
+                                             if re.fullmatch(r"ffpa_l[123]", k) for a in args.acc]
     unknown = [k for k in args.kernels if base_kernel(k) not in SDPA_KERNELS + OUR_KERNELS]
     if unknown:
         return _die(f"unknown kernel(s) {unknown}; choose from {SDPA_KERNELS + OUR_KERNELS}")
@@ -338,8 +346,8 @@ def _make_fn(kernel, q, k, v, causal, gqa, ffpa, mask=None):
     base, stages = split_variant(kernel)
     kw = dict(attn_mask=mask, is_causal=causal, enable_gqa=gqa)
     if base in levels:
-        lvl = levels[base]
-        return lambda: ffpa.forward(q, k, v, strict=True, level=lvl, num_stages=stages, **kw)
+        lvl, acc = levels[base], acc_variant(kernel)
+        return lambda: ffpa.forward(q, k, v, strict=True, level=lvl, num_stages=stages, acc=acc, **kw)
     if kernel == "fa2":  # auto routing, strict: the FA-2 family where the head dims are compiled for it
         return lambda: ffpa.forward(q, k, v, strict=True, level=None, **kw)
     if kernel == "ffpa_auto":
@@ -516,6 +524,8 @@ def _run_cell(sw, shape, dt, dtype, causal, D, gen):
     for kname in sw.kernels:
         desc = f"{dt}{' causal' if causal else ''} B={B} H={Hq} L={L} D={D} {kname}"
         reason = _static_skip(kname, D, Dv, sw.pairs, args.mask)
+        if reason is None and acc_variant(kname) != "auto" and dt != "fp16":
+            reason = "fp16/mixed accumulation takes fp16 inputs"
         if reason:
             sw.skip(kname, dt, D, causal, shape, reason)
             sw.prog.update(desc + " (skip)")

@@ -41,13 +41,20 @@ CHECK_ATOL = 1e-3
 FAIL_MARK = "!"
 EXPAND_MARK = "*"
 
-_VARIANT = re.compile(r"^(ffpa_l[123])_s([1-4])$")
+_VARIANT = re.compile(r"^(ffpa_l[123])(?:_s([1-4]))?(?:_(fp16|mixed)acc)?$")
 
 
 def split_variant(kernel: str):
-    """'ffpa_l1_s3' -> ('ffpa_l1', 3): a level forced to a pipeline depth; else (kernel, None)."""
+    """'ffpa_l1_s3' -> ('ffpa_l1', 3): a level forced to a pipeline depth; else (kernel, None).
+    A trailing '_fp16acc' / '_mixedacc' (see acc_variant) does not change the base."""
     m = _VARIANT.match(kernel)
-    return (m.group(1), int(m.group(2))) if m else (kernel, None)
+    return (m.group(1), int(m.group(2)) if m.group(2) else None) if m else (kernel, None)
+
+
+def acc_variant(kernel: str) -> str:
+    """The MMA accumulation a kernel name asks for: 'ffpa_l2_fp16acc' -> 'fp16', else 'auto'."""
+    m = _VARIANT.match(kernel)
+    return m.group(3) if m and m.group(3) else "auto"
 
 
 def base_kernel(kernel: str) -> str:
@@ -56,7 +63,9 @@ def base_kernel(kernel: str) -> str:
 
 def label(kernel: str) -> str:
     base, stages = split_variant(kernel)
-    return LABELS.get(base, base) + (f" ({stages} stages)" if stages else "")
+    acc = acc_variant(kernel)
+    return (LABELS.get(base, base) + (f" ({stages} stages)" if stages else "")
+            + (f" ({acc} acc)" if acc != "auto" else ""))
 
 
 def is_sdpa(kernel: str) -> bool:

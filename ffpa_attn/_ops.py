@@ -3,13 +3,16 @@
 Importing ``ffpa_attn._C`` registers ``torch.ops.ffpa_attn.ffpa_fwd`` (CUDA only):
 
     ffpa_fwd(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float scale, bool is_causal,
-             bool causal_bottom_right, int level, int num_stages) -> (Tensor out, Tensor lse)
+             bool causal_bottom_right, int level, int acc, int num_stages) -> (Tensor out, Tensor lse)
 
 with q: (B, Hq, L, D), k: (B, Hkv, S, D), v: (B, Hkv, S, Dv), out: (B, Hq, L, Dv) in q's
 dtype and lse: (B, Hq, L) float32 (natural log).  attn_mask: None or 4-D, every dim 1 or
 (B, Hq, L, S), any strides, bool (True = attend) or float16/bfloat16/float32 (added to the
-scaled scores), varying over at most 65535 (batch, head) slices.  level: 0 = auto (FA-2 family where the head-dim pair is compiled for it,
-else FFPA L1), 1 = FFPA L1.  Fully masked rows give out = 0 and lse = -inf.
+scaled scores), varying over at most 65535 (batch, head) slices.  level: 0 = auto (FA-2 family
+where the head-dim pair is compiled for it, else the FFPA level the C++ heuristic picks), 1..3 =
+that FFPA level.  acc: 0 = auto (fp32), 1 = fp32, 2 = fp16, 3 = mixed (Q@K^T fp32, P@V fp16);
+fp16/mixed take float16 inputs and FFPA kernels only.  Fully masked rows give out = 0 and
+lse = -inf.
 
 Also owns what the build contains (``build_info()``: families, head dims, (E, Ev) pairs,
 dtypes, archs).  The extension may be missing (not built, built against something else,
@@ -39,14 +42,19 @@ __all__ = [
     "built_archs",
     "built_ptx_archs",
     "built_dtypes",
+    "built_accs",
+    "ACC_CODES",
 ]
 
 _OP_QUALNAME = "ffpa_attn::ffpa_fwd"
 # Argument names of the op schema this Python layer calls (see the module doc).
 _OP_ARGS = (
-    "q", "k", "v", "attn_mask", "scale", "is_causal", "causal_bottom_right", "level", "num_stages",
+    "q", "k", "v", "attn_mask", "scale", "is_causal", "causal_bottom_right", "level", "acc",
+    "num_stages",
 )
-FAMILIES = ("fa2", "ffpa_l1")  # kernel families, in the order auto routing tries them
+# Kernel families, in the order auto routing tries them when asking "is the pair compiled".
+FAMILIES = ("fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3")
+ACC_CODES = {"auto": 0, "fp32": 1, "fp16": 2, "mixed": 3}  # the op's `acc` argument
 
 # --------------------------------------------------------------------------- loading
 _C: Any = None
@@ -142,6 +150,7 @@ def _load_build_info() -> Dict[str, Any]:
         "head_dims": {},
         "head_dim_pairs": {},
         "dtypes": [],
+        "accs": {},
     }
     if _OP is not None and hasattr(_C, "build_info"):
         try:
@@ -169,9 +178,11 @@ def build_info() -> Dict[str, Any]:
 
     Keys: ``version``, ``cuda_version`` (``None`` when not built), ``archs`` (e.g.
     ``["80", "89", "90a"]``), ``ptx`` (archs whose PTX is embedded), ``families`` (e.g.
-    ``["fa2", "ffpa_l1"]``), ``head_dims`` (family -> list of compiled head dims E),
+    ``["fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3"]``), ``head_dims`` (family -> list of compiled head dims E),
     ``head_dim_pairs`` (family -> list of compiled ``[E, Ev]`` pairs; ``[d, d]`` per head
-    dim when the build does not list them), ``dtypes``, ``extension_available`` and
+    dim when the build does not list them), ``dtypes``, ``accs`` (family -> dtype -> MMA
+    accumulation modes compiled, e.g. ``{"ffpa_l1": {"float16": ["fp16", "fp32", "mixed"]}}``),
+    ``extension_available`` and
     ``import_error`` (why the extension is missing, else ``None``).  Returns a copy.
     """
     return copy.deepcopy(_BUILD_INFO)
@@ -207,6 +218,11 @@ _PAIRS: Dict[str, FrozenSet[Tuple[int, int]]] = {
 }
 _ARCHS: Tuple[str, ...] = tuple(str(a) for a in (_BUILD_INFO.get("archs") or ()))
 _DTYPES: FrozenSet[str] = frozenset(str(d) for d in (_BUILD_INFO.get("dtypes") or ()))
+_ACCS: Dict[Tuple[str, str], FrozenSet[str]] = {
+    (str(f), str(dt)): frozenset(str(a) for a in accs)
+    for f, per_dtype in (_BUILD_INFO.get("accs") or {}).items()
+    for dt, accs in (per_dtype or {}).items()
+}
 
 
 def _arch_number(arch: str) -> int:
@@ -233,7 +249,7 @@ def built_families() -> Tuple[str, ...]:
 
 
 def head_dims(family: str) -> FrozenSet[int]:
-    """Head dims E compiled for ``family`` ("fa2" or "ffpa_l1"; empty when not built)."""
+    """Head dims E compiled for ``family`` (one of FAMILIES; empty when not built)."""
     return _HEAD_DIMS.get(family, frozenset())
 
 
@@ -266,6 +282,14 @@ def built_ptx_archs() -> Tuple[str, ...]:
     return _PTX_ARCHS
 
 
+def built_accs(family: str, dtype: str) -> FrozenSet[str]:
+    """MMA accumulation modes compiled for ``family`` and dtype name (e.g. "float16");
+    ``{"fp32"}`` for a build whose manifest predates accumulation modes."""
+    if not _ACCS and _PAIRS.get(family):
+        return frozenset(("fp32",))
+    return _ACCS.get((family, dtype), frozenset())
+
+
 def built_dtypes() -> FrozenSet[str]:
     """dtype names compiled in, e.g. ``{"float16", "bfloat16"}`` (empty when not built)."""
     return _DTYPES
@@ -289,6 +313,7 @@ def _ffpa_fwd_fake(
     is_causal: bool,
     causal_bottom_right: bool,
     level: int,
+    acc: int,
     num_stages: int,
 ) -> Tuple[Tensor, Tensor]:
     torch._check(q.dim() == 4, lambda: f"ffpa_fwd: q must be 4-D, got {q.dim()}-D")
@@ -338,20 +363,22 @@ def ffpa_fwd(
     is_causal: bool,
     causal_bottom_right: bool = False,
     level: int = 0,
+    acc: int = 0,
     num_stages: int = 0,
 ) -> Tuple[Tensor, Tensor]:
     """Thin typed wrapper of ``torch.ops.ffpa_attn.ffpa_fwd`` (no checks, no fallback).
 
     attn_mask: None or 4-D (see the module doc); causal_bottom_right: with is_causal,
     query i sees keys j <= i + S - L (else j <= i); level: 0 = auto (FA-2 family where
-    compiled, else FFPA L1), 1 = FFPA L1; num_stages: 0 = auto, else 1..4.
+    compiled, else the FFPA level the C++ heuristic picks), 1..3 = that FFPA level; acc: an
+    ACC_CODES value; num_stages: 0 = auto, else 1..4.
     """
     if _OP is None:
         raise RuntimeError(
             f"torch.ops.ffpa_attn.ffpa_fwd is not available: {_IMPORT_ERROR}"
         )
     return torch.ops.ffpa_attn.ffpa_fwd(
-        q, k, v, attn_mask, scale, is_causal, causal_bottom_right, level, num_stages
+        q, k, v, attn_mask, scale, is_causal, causal_bottom_right, level, acc, num_stages
     )
 
 
@@ -396,13 +423,14 @@ def _ffpa_fwd_realigned_impl(
     is_causal: bool,
     causal_bottom_right: bool,
     level: int,
+    acc: int,
     num_stages: int,
 ) -> Tuple[Tensor, Tensor]:
     expected = _expected_out_strides(q, v.shape[-1])
     # The mask has no alignment requirement: any strides, passed as is.
     out, lse = ffpa_fwd(
         realign(q), realign(k), realign(v), attn_mask, scale, is_causal, causal_bottom_right,
-        level, num_stages,
+        level, acc, num_stages,
     )
     if out.stride() != expected:
         # A copy changed q's layout; keep the layout the fake kernel promised.
@@ -419,6 +447,6 @@ ffpa_fwd_realigned = torch.library.custom_op(
     _ffpa_fwd_realigned_impl,
     mutates_args=(),
     schema="(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float scale, bool is_causal, "
-    "bool causal_bottom_right, int level, int num_stages) -> (Tensor, Tensor)",
+    "bool causal_bottom_right, int level, int acc, int num_stages) -> (Tensor, Tensor)",
 )
 ffpa_fwd_realigned.register_fake(_ffpa_fwd_fake)

@@ -1,7 +1,7 @@
 """Routing for ``ffpa_attn.forward``: can our kernels run a validated call on this device and
-build (``_kernel_reason`` returns why not, or ``None``), and which family takes it
-(``_family_for``: the FA-2 family where the (E, Ev) pair is compiled for it, else FFPA L1;
-the op's level 0 makes the same choice in C++). Plain Python on tensor metadata and cached
+build (``_kernel_reason`` returns why not, or ``None``), and which family can take it
+(``_family_for``: the FA-2 family where the (E, Ev) pair is compiled for it, else an FFPA
+level; which FFPA level runs an auto call is the C++ heuristic's choice, csrc/launch/ffpa_heuristic.cpp). Plain Python on tensor metadata and cached
 device facts, so it traces under ``torch.compile(fullgraph=True)``.
 """
 
@@ -16,13 +16,12 @@ from torch import Tensor
 from . import _ops
 from ._masks import mask_slices
 
-_BUILT_LEVELS = (1,)
-_BUILT_ACCS = ("auto", "fp32")
+_HALF_ACCS = ("fp16", "mixed")  # accumulation modes that need float16 inputs and an FFPA kernel
 _MAX_HEADS = 65535  # grid limit of the kernels
 _MAX_MASK_SLICES = 65535  # (batch, head) slices of a mask: grid limit of the block-map pass
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16)
 _MASK_DTYPES = (torch.bool, torch.float16, torch.bfloat16, torch.float32)
-_LEVEL_FAMILY = {1: "ffpa_l1"}  # families a forced level runs
+_LEVEL_FAMILY = {1: "ffpa_l1", 2: "ffpa_l2", 3: "ffpa_l3"}  # families a forced level runs
 _DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}  # as in build_info()
 
 # Plain dicts keyed by CUDA device index (dynamo reads them; only eager code writes):
@@ -125,20 +124,30 @@ def _compiled_text() -> str:
     return "; ".join(parts) or "none"
 
 
-def _family_for(E: int, Ev: int, level: Optional[int]) -> Optional[str]:
-    """The kernel family that runs head dims (E, Ev) at ``level`` (None = auto), or None."""
-    if level is not None:
-        family = _LEVEL_FAMILY.get(level)
-        return family if family is not None and (E, Ev) in _ops.head_dim_pairs(family) else None
-    for family in _ops.FAMILIES:
-        if (E, Ev) in _ops.head_dim_pairs(family):
-            return family
+def _family_for(
+    E: int, Ev: int, level: Optional[int], acc: str = "auto", dtype_name: Optional[str] = None
+) -> Optional[str]:
+    """A compiled kernel family that can run head dims (E, Ev) at ``level`` (None = auto) with
+    accumulation ``acc`` for inputs of dtype ``dtype_name``, or None."""
+    families = _ops.FAMILIES if level is None else (_LEVEL_FAMILY.get(level),)
+    for family in families:
+        if family is None or (E, Ev) not in _ops.head_dim_pairs(family):
+            continue
+        if acc in _HALF_ACCS and acc not in _ops.built_accs(family, dtype_name or ""):
+            continue
+        return family
     return None
 
 
-def _head_dim_reason(E: int, Ev: int, level: Optional[int]) -> str:
+def _head_dim_reason(E: int, Ev: int, level: Optional[int], acc: str = "auto") -> str:
     dims = f"head dim {E}" if E == Ev else f"head dims E={E}, Ev={Ev}"
     compiled = f"(compiled: {_compiled_text()})"
+    if acc in _HALF_ACCS and _family_for(E, Ev, level) is not None:
+        return (
+            f"acc={acc!r} is not compiled for {dims}"
+            + (f" at level={level}" if level is not None else "")
+            + " (fp16/mixed accumulation is built for float16 inputs of the FFPA levels only)"
+        )
     if level is None:
         return f"{dims} {'is' if E == Ev else 'are'} not compiled in this build {compiled}"
     auto = _family_for(E, Ev, None)
@@ -177,10 +186,8 @@ def _kernel_reason(
     acc: str,
 ) -> Optional[str]:
     """Why our kernels cannot run this (validated) call, ``None`` when they can."""
-    if level is not None and level not in _BUILT_LEVELS:
-        return f"level={level} (FFPA L{level}) is not in this build yet"
-    if acc not in _BUILT_ACCS:
-        return f"acc={acc!r} is not in this build yet"
+    if level is not None and not _ops.head_dim_pairs(_LEVEL_FAMILY[level]):
+        return f"level={level} (FFPA L{level}) is not compiled in this build"
     env = _environment_reason(query.device)
     if env is not None:
         return env
@@ -217,7 +224,12 @@ def _kernel_reason(
     dtypes = _ops.built_dtypes()
     if dtypes and _DTYPE_NAMES.get(dtype) not in dtypes:
         return f"dtype {dtype} is not compiled in this build (compiled: {', '.join(sorted(dtypes))})"
+    if acc in _HALF_ACCS and dtype != torch.float16:
+        return (
+            f"acc={acc!r} (fp16 MMA accumulation) needs float16 inputs, got {dtype} "
+            "(bfloat16 tensor-core MMAs accumulate in fp32 only)"
+        )
     E, Ev = qsh[-1], vsh[-1]
-    if _family_for(E, Ev, level) is None:
-        return _head_dim_reason(E, Ev, level)
+    if _family_for(E, Ev, level, acc, _DTYPE_NAMES.get(dtype)) is None:
+        return _head_dim_reason(E, Ev, level, acc)
     return None

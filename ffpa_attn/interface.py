@@ -110,6 +110,7 @@ def _run_kernel(
     is_causal: bool,
     bottom_right: bool,
     level: Optional[int],
+    acc: str,
     num_stages: Optional[int],
     dtype: torch.dtype,
     out_shape: Tuple,
@@ -128,6 +129,7 @@ def _run_kernel(
     # view follows q's flattening, broadcast (and expanded, stride-0) dims as size 1.
     m4 = None if attn_mask is None else mask_as_4d(attn_mask, query.shape)
     lvl = 0 if level is None else level
+    acc_code = _ops.ACC_CODES[acc]
     stages = 0 if num_stages is None else num_stages
     if torch.compiler.is_compiling():
         # Strides are known while tracing; the data pointer only at run time, which the
@@ -137,12 +139,12 @@ def _run_kernel(
             for t in (q4, k4, v4)
         )
         out, lse = _ops.ffpa_fwd_realigned(
-            q4, k4, v4, m4, scale, is_causal, bottom_right, lvl, stages
+            q4, k4, v4, m4, scale, is_causal, bottom_right, lvl, acc_code, stages
         )
     else:
         out, lse = _ops.ffpa_fwd(
             _ops.realign(q4), _ops.realign(k4), _ops.realign(v4), m4, scale, is_causal,
-            bottom_right, lvl, stages,
+            bottom_right, lvl, acc_code, stages,
         )
     if query.dim() != 4:
         out = out.reshape(out_shape)
@@ -286,9 +288,14 @@ def forward(
         strict: raise :class:`NotImplementedError` (``FFPAUnsupportedError``) instead of
             falling back to torch SDPA.
         level: ``None`` = auto: the FA-2 kernel family for head dims <= 256 (the (E, Ev)
-            pairs compiled for it), FFPA L1 above.  ``1`` forces FFPA L1 (falls back where
-            the head dims are not compiled for L1); 2/3 are reserved (not in this build).
-        acc: accumulation, ``"auto"``, ``"fp32"``, ``"fp16"``, ``"mixed"`` (only auto/fp32 built).
+            pairs compiled for it), above that the FFPA level the heuristic picks for the
+            shape and device.  ``1``/``2``/``3`` force FFPA L1 (O in registers), L2 (O(1)
+            registers, Q@K^T recomputed per 256-wide Dv group) or L3 (O accumulated in a
+            global fp32 workspace; any head dim); falls back where not compiled.
+        acc: MMA accumulation: ``"auto"`` (= ``"fp32"``), ``"fp32"``, ``"fp16"`` (both
+            products in fp16) or ``"mixed"`` (Q@K^T fp32, P@V fp16); fp16/mixed need
+            float16 inputs and run on the FFPA levels only (else the call falls back).
+            Softmax statistics are fp32 in every mode.
         num_stages: pipeline stages, ``None`` = auto, else 1..4.
 
     Returns:
@@ -373,6 +380,7 @@ def forward(
             is_causal,
             bottom_right,
             level,
+            acc,
             num_stages,
             dtype,
             out_shape,

@@ -132,7 +132,7 @@ def test_fake_kernel_shapes_and_strides_on_meta(layout):
         q = torch.empty(B, Hq, L, D, device="meta", dtype=torch.bfloat16)
     k = torch.empty(B, Hkv, S, D, device="meta", dtype=torch.bfloat16)
     v = torch.empty(B, Hkv, S, D, device="meta", dtype=torch.bfloat16)
-    out, lse = torch.ops.ffpa_attn.ffpa_fwd(q, k, v, None, 0.1, True, False, 1, 0)
+    out, lse = torch.ops.ffpa_attn.ffpa_fwd(q, k, v, None, 0.1, True, False, 1, 0, 0)
     assert out.shape == (B, Hq, L, D) and out.dtype == torch.bfloat16
     assert lse.shape == (B, Hq, L) and lse.dtype == torch.float32 and lse.is_contiguous()
     if layout == "blhd":
@@ -146,7 +146,7 @@ def test_fake_kernel_with_mask_and_value_head_dim_on_meta():
     k = torch.empty(2, 2, 65, 192, device="meta", dtype=torch.float16)
     v = torch.empty(2, 2, 65, 128, device="meta", dtype=torch.float16)
     mask = torch.empty(1, 1, 33, 65, device="meta", dtype=torch.bool).expand(2, 8, 33, 65)
-    out, lse = torch.ops.ffpa_attn.ffpa_fwd(q, k, v, mask, 0.1, True, True, 0, 0)
+    out, lse = torch.ops.ffpa_attn.ffpa_fwd(q, k, v, mask, 0.1, True, True, 0, 0, 0)
     assert out.shape == (2, 8, 33, 128) and out.is_contiguous() and lse.shape == (2, 8, 33)
 
 

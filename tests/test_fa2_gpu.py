@@ -211,11 +211,11 @@ def test_opcheck_ffpa_fwd_with_and_without_mask():
     op = torch.ops.ffpa_attn.ffpa_fwd.default
     q, k, v = rand_qkv(1, 4, 2, 65, 90, 128, dtype, seed=31)
     g = torch.Generator(device="cuda").manual_seed(5)
-    torch.library.opcheck(op, (q, k, v, None, 128 ** -0.5, True, False, 0, 0))
-    torch.library.opcheck(op, (q, k, v, None, 128 ** -0.5, True, True, 0, 0))
-    torch.library.opcheck(op, (q, k, v, make_mask("bool_bcast", 1, 4, 65, 90, dtype, g), 0.1, False, False, 0, 0))
+    torch.library.opcheck(op, (q, k, v, None, 128 ** -0.5, True, False, 0, 0, 0))
+    torch.library.opcheck(op, (q, k, v, None, 128 ** -0.5, True, True, 0, 0, 0))
+    torch.library.opcheck(op, (q, k, v, make_mask("bool_bcast", 1, 4, 65, 90, dtype, g), 0.1, False, False, 0, 0, 0))
     qt, kt, vt = rand_qkv(1, 4, 2, 65, 90, 128, dtype, seed=32, layout="blhd")
-    torch.library.opcheck(op, (qt, kt, vt, make_mask("additive_fp32", 1, 4, 65, 90, dtype, g), 0.1, False, False, 0, 0))
+    torch.library.opcheck(op, (qt, kt, vt, make_mask("additive_fp32", 1, 4, 65, 90, dtype, g), 0.1, False, False, 0, 0, 0))
 
 
 def test_op_applies_mask_and_causal_together():
@@ -224,7 +224,7 @@ def test_op_applies_mask_and_causal_together():
     q, k, v = rand_qkv(1, 4, 2, 150, 100, 128, dtype, seed=33)
     mask = make_mask("bool_bcast", 1, 4, 150, 100, dtype, torch.Generator(device="cuda").manual_seed(6))
     for bottom_right in (False, True):
-        out, lse = torch.ops.ffpa_attn.ffpa_fwd(q, k, v, mask, 128 ** -0.5, True, bottom_right, 0, 0)
+        out, lse = torch.ops.ffpa_attn.ffpa_fwd(q, k, v, mask, 128 ** -0.5, True, bottom_right, 0, 0, 0)
         torch.cuda.synchronize()
         assert_close_to_reference(out, q, k, v, is_causal=True, causal_bottom_right=bottom_right, attn_mask=mask,
                                   lse=lse, what=f"mask + causal (bottom_right={bottom_right})")

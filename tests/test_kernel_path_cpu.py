@@ -3,8 +3,9 @@ torch.ops.ffpa_attn.ffpa_fwd that asserts the C++ contract (4-D, aligned q/k/v, 
 expanded, mask 4-D with every dim 1 or full, output layout, the family the head dims select):
 
 * plumbing: shapes, strides, knobs, autocast, no-grad, torch.compile (static, dynamic);
-* routing: FA-2 family for the (E, Ev) pairs compiled for it (Ev != E included), FFPA L1 above,
-  level=1 forced, fallback reasons naming what is compiled per family;
+* routing: FA-2 family for the (E, Ev) pairs compiled for it (Ev != E included), FFPA above,
+  levels 1..3 forced, accumulation modes (fp16 inputs, FFPA only), fallback reasons naming what
+  is compiled per family;
 * masks to the kernel: bool and float (fp16/bf16/fp32, -inf), their 4-D views (stride-0
   broadcast dims kept, no copies), the bottom-right causal flag.
 No GPU and no compiled extension needed: the mock pretends CPU is a supported device.
@@ -24,12 +25,20 @@ from ffpa_attn import FFPAUnsupportedError, _masks, _ops, _routing
 # ====================================================== the mocked C++ op
 MOCK_CALLS: list = []
 # What the mock "build" has: the FA-2 family for small dims (plus one Ev != E pair, like the real
-# 192/128) and FFPA L1 for one larger dim.
+# 192/128), FFPA L1 and L2 for one larger dim, L3 for two (the second only there); fp16/mixed
+# accumulation for fp16 inputs of the FFPA levels.
 MOCK_PAIRS = {
     "fa2": frozenset({(8, 8), (16, 16), (32, 32), (48, 32)}),
     "ffpa_l1": frozenset({(64, 64)}),
+    "ffpa_l2": frozenset({(64, 64)}),
+    "ffpa_l3": frozenset({(64, 64), (128, 128)}),
 }
-MOCK_COMPILED = "fa2: 8, 16, 32 and E/Ev 48/32; ffpa_l1: 64"
+MOCK_ACCS = {
+    (f, dt): frozenset({"fp32"} if f == "fa2" or dt == "bfloat16" else {"fp32", "fp16", "mixed"})
+    for f in MOCK_PAIRS for dt in ("float16", "bfloat16")
+}
+MOCK_COMPILED = "fa2: 8, 16, 32 and E/Ev 48/32; ffpa_l1: 64; ffpa_l2: 64; ffpa_l3: 64, 128"
+_FAMILY_LEVEL = {"ffpa_l1": 1, "ffpa_l2": 2, "ffpa_l3": 3}
 _MASK_DTYPES = (torch.bool, torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -50,12 +59,18 @@ def _check_mask(m, q, k):
         assert got in (1, full), f"attn_mask {tuple(m.shape)} vs (B, Hq, L, S) {(B, Hq, L, S)}"
 
 
-def _mock_family(E, Ev, level):
-    if level == 0 and (E, Ev) in MOCK_PAIRS["fa2"]:
+def _mock_family(E, Ev, level, acc):
+    """The C++ route(): FA-2 for auto fp32 calls where compiled, else the forced level, else
+    the first compiled FFPA level (the real heuristic's default where L1 exists)."""
+    assert acc in (0, 1, 2, 3), acc
+    if level == 0 and acc in (0, 1) and (E, Ev) in MOCK_PAIRS["fa2"]:
         return "fa2"
-    assert level in (0, 1), level
-    assert (E, Ev) in MOCK_PAIRS["ffpa_l1"], f"head dims {(E, Ev)} not compiled for level {level}"
-    return "ffpa_l1"
+    assert level in (0, 1, 2, 3), level
+    names = {1: "ffpa_l1", 2: "ffpa_l2", 3: "ffpa_l3"}
+    for family in ([names[level]] if level else list(names.values())):
+        if (E, Ev) in MOCK_PAIRS[family]:
+            return family
+    raise AssertionError(f"head dims {(E, Ev)} not compiled for level {level}")
 
 
 @torch.library.custom_op("ffpa_attn_test::ffpa_fwd", mutates_args=())
@@ -68,6 +83,7 @@ def _mock_ffpa_fwd(
     is_causal: bool,
     causal_bottom_right: bool,
     level: int,
+    acc: int,
     num_stages: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """CPU stand-in for torch.ops.ffpa_attn.ffpa_fwd that asserts its contract."""
@@ -80,7 +96,8 @@ def _mock_ffpa_fwd(
     assert k.shape[0] == v.shape[0] == B and v.shape[1] == Hkv and v.shape[2] == S
     assert k.shape[3] == D and Hq % Hkv == 0
     assert num_stages in (0, 1, 2, 3, 4)
-    family = _mock_family(D, Dv, level)
+    family = _mock_family(D, Dv, level, acc)
+    assert acc in (0, 1) or q.dtype == torch.float16, "fp16 accumulation needs fp16 inputs"
     if attn_mask is not None:
         _check_mask(attn_mask, q, k)
     MOCK_CALLS.append(
@@ -88,7 +105,7 @@ def _mock_ffpa_fwd(
             q_shape=tuple(q.shape), k_shape=tuple(k.shape), v_shape=tuple(v.shape),
             q_ptr=q.data_ptr(), k_ptr=k.data_ptr(), v_ptr=v.data_ptr(), dtype=q.dtype,
             scale=scale, is_causal=is_causal, bottom_right=causal_bottom_right, level=level,
-            num_stages=num_stages, family=family,
+            acc=acc, num_stages=num_stages, family=family,
             mask=None if attn_mask is None else dict(
                 shape=tuple(attn_mask.shape), stride=attn_mask.stride(), dtype=attn_mask.dtype,
                 storage=attn_mask.untyped_storage().data_ptr(),
@@ -115,15 +132,16 @@ def mock_kernel(monkeypatch):
     the mock."""
 
     def mocked(q, k, v, attn_mask, scale, is_causal, causal_bottom_right=False, level=0,
-               num_stages=0):
+               acc=0, num_stages=0):
         return torch.ops.ffpa_attn_test.ffpa_fwd(
-            q, k, v, attn_mask, scale, is_causal, causal_bottom_right, level, num_stages
+            q, k, v, attn_mask, scale, is_causal, causal_bottom_right, level, acc, num_stages
         )
 
     monkeypatch.setattr(_ops, "ffpa_fwd", mocked)
     monkeypatch.setattr(_ops, "_PAIRS", dict(MOCK_PAIRS))
     monkeypatch.setattr(_ops, "_HEAD_DIMS", {f: frozenset(e for e, _ in p) for f, p in MOCK_PAIRS.items()})
     monkeypatch.setattr(_ops, "_DTYPES", frozenset({"float16", "bfloat16"}))
+    monkeypatch.setattr(_ops, "_ACCS", dict(MOCK_ACCS))
     monkeypatch.setattr(_routing, "_environment_reason", lambda device: None)
     MOCK_CALLS.clear()
     torch._dynamo.reset()
@@ -410,7 +428,8 @@ def test_kernel_path_compile_scalar_arguments(mock_kernel, gen):
 
 @pytest.mark.parametrize("E,Ev,level,family,op_level", [
     (16, 16, None, "fa2", 0), (32, 32, None, "fa2", 0), (48, 32, None, "fa2", 0),
-    (64, 64, None, "ffpa_l1", 0), (64, 64, 1, "ffpa_l1", 1),
+    (64, 64, None, "ffpa_l1", 0), (64, 64, 1, "ffpa_l1", 1), (64, 64, 2, "ffpa_l2", 2),
+    (64, 64, 3, "ffpa_l3", 3), (128, 128, None, "ffpa_l3", 0), (128, 128, 3, "ffpa_l3", 3),
 ])
 def test_routing_picks_family(mock_kernel, gen, E, Ev, level, family, op_level, record):
     q, k = rn(gen, 2, 4, 9, E, dtype=torch.bfloat16), rn(gen, 2, 2, 11, E, dtype=torch.bfloat16)
@@ -425,6 +444,39 @@ def test_routing_picks_family(mock_kernel, gen, E, Ev, level, family, op_level, 
     torch.testing.assert_close(out.double(), ref_out, **TOL[torch.bfloat16])
     torch.testing.assert_close(lse.double(), ref_lse, atol=1e-4, rtol=1e-4)
     assert fallback_warnings(record) == []
+
+
+@pytest.mark.parametrize("level", [None, 1, 2, 3])
+@pytest.mark.parametrize("acc,code", [("fp16", 2), ("mixed", 3), ("fp32", 1), ("auto", 0)])
+def test_accumulation_mode_reaches_the_op(mock_kernel, gen, level, acc, code, record):
+    q, k, v = (rn(gen, 1, 2, 9, 64, dtype=torch.float16) for _ in range(3))
+    ffpa_attn.forward(q, k, v, level=level, acc=acc, strict=True)
+    call = mock_kernel[0]
+    assert call["acc"] == code and call["level"] == (level or 0)
+    assert call["family"].startswith("ffpa_l")
+    assert fallback_warnings(record) == []
+
+
+def test_half_accumulation_needs_fp16_inputs_and_an_ffpa_kernel(mock_kernel, gen, record):
+    qb, kb, vb = (rn(gen, 1, 2, 9, 64, dtype=torch.bfloat16) for _ in range(3))
+    with pytest.raises(FFPAUnsupportedError, match="needs float16 inputs"):
+        ffpa_attn.forward(qb, kb, vb, acc="fp16", strict=True)
+    q, k, v = (rn(gen, 1, 2, 9, 16, dtype=torch.float16) for _ in range(3))  # an FA-2-only dim
+    with pytest.raises(FFPAUnsupportedError, match="acc='mixed' is not compiled for head dim 16"):
+        ffpa_attn.forward(q, k, v, acc="mixed", strict=True)
+    out = ffpa_attn.forward(q, k, v, acc="fp16")  # falls back, once, naming the reason
+    (w,) = fallback_warnings(record)
+    assert "acc='fp16'" in str(w.message)
+    torch.testing.assert_close(out, SDPA(q, k, v), atol=0, rtol=0)
+    assert mock_kernel == []
+
+
+def test_forced_level_without_the_pair_names_the_level(mock_kernel, gen):
+    q, k, v = (rn(gen, 1, 2, 9, 128, dtype=torch.float16) for _ in range(3))
+    with pytest.raises(FFPAUnsupportedError, match="level=1 .ffpa_l1. has no kernel for head dim 128"):
+        ffpa_attn.forward(q, k, v, level=1, strict=True)
+    ffpa_attn.forward(q, k, v, level=3, strict=True)
+    assert mock_kernel[0]["family"] == "ffpa_l3"
 
 
 def test_routing_level1_on_fa2_dim_warns_naming_compiled_dims(mock_kernel, gen, record):
@@ -675,10 +727,10 @@ def test_fake_kernel_accepts_a_mask():
     k = torch.empty(2, 2, 13, 32, device="meta", dtype=torch.bfloat16)
     v = torch.empty(2, 2, 13, 16, device="meta", dtype=torch.bfloat16)
     mask = torch.empty(1, 1, 9, 13, device="meta", dtype=torch.bool).expand(2, 4, 9, 13)
-    out, lse = _ops._ffpa_fwd_fake(q, k, v, mask, 0.1, True, True, 0, 0)
+    out, lse = _ops._ffpa_fwd_fake(q, k, v, mask, 0.1, True, True, 0, 0, 0)
     assert out.shape == (2, 4, 9, 16) and lse.shape == (2, 4, 9)
     with pytest.raises(RuntimeError, match="attn_mask"):
-        _ops._ffpa_fwd_fake(q, k, v, mask[0], 0.1, False, False, 0, 0)
+        _ops._ffpa_fwd_fake(q, k, v, mask[0], 0.1, False, False, 0, 0, 0)
 
 
 # ===================================================================== fake kernel
@@ -691,7 +743,7 @@ def test_fake_kernel_shapes_and_layout(blhd):
         q = torch.empty(B, H, L, D, device="meta", dtype=torch.float16)
     k = torch.empty(B, Hkv, S, D, device="meta", dtype=torch.float16)
     v = torch.empty(B, Hkv, S, D, device="meta", dtype=torch.float16)
-    out, lse = _ops._ffpa_fwd_fake(q, k, v, None, 0.1, True, False, 0, 0)
+    out, lse = _ops._ffpa_fwd_fake(q, k, v, None, 0.1, True, False, 0, 0, 0)
     assert out.shape == (B, H, L, D) and out.dtype == torch.float16 and out.device == q.device
     assert lse.shape == (B, H, L) and lse.dtype == torch.float32 and lse.is_contiguous()
     if blhd:
@@ -705,7 +757,7 @@ def test_realigned_op_keeps_promised_layout(monkeypatch, gen):
     calls = []
 
     def fake_kernel(q, k, v, attn_mask, scale, is_causal, causal_bottom_right=False, level=0,
-                    num_stages=0):
+                    acc=0, num_stages=0):
         calls.append(q.stride())
         out = torch.zeros(q.shape[0], q.shape[1], q.shape[2], v.shape[-1], dtype=q.dtype)
         return out, torch.zeros(q.shape[:3])
@@ -714,6 +766,6 @@ def test_realigned_op_keeps_promised_layout(monkeypatch, gen):
     base = rn(gen, 2 * 5 * 3 * 16 + 1, dtype=torch.float16)
     q = base[1:].view(2, 5, 3, 16).transpose(1, 2)  # BLHD view, misaligned pointer
     k = v = rn(gen, 2, 3, 7, 16, dtype=torch.float16)
-    out, _ = _ops.ffpa_fwd_realigned(q, k, v, None, 0.25, False, False, 0, 0)
+    out, _ = _ops.ffpa_fwd_realigned(q, k, v, None, 0.25, False, False, 0, 0, 0)
     assert calls[0] == (240, 80, 16, 1)  # the kernel got a contiguous, aligned copy
     assert out.stride() == _ops._expected_out_strides(q, 16)

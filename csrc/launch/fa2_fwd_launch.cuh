@@ -39,11 +39,8 @@ cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV>::info(int num_stages, bool
   k.num_stages = Impl::pick_stages(num_stages);
   k.smem_bytes = Traits::smem_bytes(k.num_stages);
   if (query_attributes) {
-    cudaFuncAttributes attr;
-    const cudaError_t err = cudaFuncGetAttributes(&attr, attn::fa2_fwd_kernel<Traits>);
+    const cudaError_t err = query_kernel_attributes(attn::fa2_fwd_kernel<Traits>, &k);
     if (err != cudaSuccess) return err;
-    k.registers = attr.numRegs;
-    k.local_bytes = static_cast<int>(attr.localSizeBytes);
   }
   *out = k;
   return cudaSuccess;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cuda_runtime_api.h>
 
+#include "ffpa/ffpa_traits.h"
 #include "ffpa/params.h"
 
 namespace ffpa::launch {
@@ -18,6 +19,7 @@ enum class Family : int { kFfpa = 0, kFa2 = 1 };
 struct KernelInfo {
   Family family = Family::kFfpa;
   int level = 0;            // FFPA level; 0 for FA-2
+  AccMode acc = AccMode::kF32;
   int head_dim = 0;
   int head_dim_v = 0;
   int block_m = 0;
@@ -25,6 +27,7 @@ struct KernelInfo {
   int warps_m = 0;
   int warps_n = 0;
   int chunk_d = 0;          // head-dim slice per pipeline step (the whole head dim for FA-2)
+  int group_d = 0;          // Dv columns one block produces (FFPA L2: a group; else all of Dv)
   int threads = 0;
   int num_stages = 0;
   int smem_bytes = 0;       // dynamic shared memory per block
@@ -35,24 +38,38 @@ struct KernelInfo {
 // ---- registry: filled by the generated instantiation list (csrc/generated/) ----
 using RunFn = cudaError_t (*)(FwdParams, cudaStream_t);
 using InfoFn = cudaError_t (*)(int num_stages, bool query_attributes, KernelInfo*);
+using WorkspaceFn = int64_t (*)(FwdParams);  // fp32 workspace bytes run() needs (-1: error)
 struct RegistryEntry {
   DType dtype;
   Family family;
   int level;  // FFPA level; 0 for FA-2
+  AccMode acc;
   int head_dim;
   int head_dim_v;
   RunFn run;
   InfoFn info;
+  WorkspaceFn workspace;  // null: none needed
 };
 const RegistryEntry* registry_begin();
 const RegistryEntry* registry_end();
 
-// The kernel of one family for (dtype, level, head dims), or null if not compiled.
-const RegistryEntry* find_kernel(DType dtype, Family family, int level, int head_dim, int head_dim_v);
+// The kernel of one family for (dtype, level, accumulation, head dims), or null if not compiled.
+const RegistryEntry* find_kernel(DType dtype, Family family, int level, AccMode acc, int head_dim, int head_dim_v);
 
-// The kernel a call runs: level 0 (auto) takes FA-2 where compiled for the head dims, else
-// FFPA L1; level >= 1 names an FFPA level. Null if not compiled.
-const RegistryEntry* route(DType dtype, int level, int head_dim, int head_dim_v);
+// What a call asks for and the sizes the level heuristic looks at.
+struct RouteQuery {
+  DType dtype;
+  int level;      // 0 = auto, 1..3 = that FFPA level
+  AccMode acc;
+  int head_dim, head_dim_v;
+  int len_q, len_kv;
+  int64_t batch_heads;  // batch x query heads
+};
+
+// The kernel a call runs: level 0 (auto) takes FA-2 where compiled for the head dims (fp32
+// accumulation), else the FFPA level ffpa_heuristic.cpp picks; level >= 1 names an FFPA level.
+// Null if not compiled.
+const RegistryEntry* route(const RouteQuery& q);
 
 // ---- attn_mask block map (see ffpa/mask.cuh) ----
 // Bytes of the block map for a mask of mask_batches x mask_heads over (len_q, len_kv), cut in

@@ -1,23 +1,27 @@
 // Looks kernels up in the generated registry: by family, or by the routing rule of level 0.
 // The only non-generated code that knows instantiations exist; torch-free.
 #include "launch/ffpa_fwd.h"
+#include "launch/ffpa_heuristic.h"
 
 namespace ffpa::launch {
 
-const RegistryEntry* find_kernel(DType dtype, Family family, int level, int head_dim, int head_dim_v) {
+const RegistryEntry* find_kernel(DType dtype, Family family, int level, AccMode acc, int head_dim, int head_dim_v) {
   for (const RegistryEntry* e = registry_begin(); e != registry_end(); ++e)
-    if (e->dtype == dtype && e->family == family && e->level == level && e->head_dim == head_dim &&
+    if (e->dtype == dtype && e->family == family && e->level == level && e->acc == acc && e->head_dim == head_dim &&
         e->head_dim_v == head_dim_v)
       return e;
   return nullptr;
 }
 
-const RegistryEntry* route(DType dtype, int level, int head_dim, int head_dim_v) {
-  if (level == 0) {
-    if (const RegistryEntry* e = find_kernel(dtype, Family::kFa2, 0, head_dim, head_dim_v)) return e;
-    level = 1;
-  }
-  return find_kernel(dtype, Family::kFfpa, level, head_dim, head_dim_v);
+const RegistryEntry* route(const RouteQuery& q) {
+  if (q.level != 0) return find_kernel(q.dtype, Family::kFfpa, q.level, q.acc, q.head_dim, q.head_dim_v);
+  if (q.acc == AccMode::kF32)
+    if (const RegistryEntry* e = find_kernel(q.dtype, Family::kFa2, 0, q.acc, q.head_dim, q.head_dim_v)) return e;
+  bool compiled[4] = {false, false, false, false};
+  for (int level = 1; level <= 3; ++level)
+    compiled[level] = find_kernel(q.dtype, Family::kFfpa, level, q.acc, q.head_dim, q.head_dim_v) != nullptr;
+  const int level = pick_ffpa_level(q, compiled, current_device_facts());
+  return level == 0 ? nullptr : find_kernel(q.dtype, Family::kFfpa, level, q.acc, q.head_dim, q.head_dim_v);
 }
 
 }  // namespace ffpa::launch

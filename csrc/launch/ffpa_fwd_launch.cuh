@@ -1,5 +1,6 @@
-// Definition of the FFPA forward launcher: grid, pipeline depth, shared-memory opt-in.
-// Included only by the generated instantiation files (one per family x dtype x head dim).
+// Definition of the FFPA forward launcher: grid (per level), pipeline depth, shared-memory opt-in,
+// L3's workspace size. Included only by the generated instantiation files (one per family x
+// dtype x head dims x accumulation mode).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -11,24 +12,40 @@
 
 namespace ffpa::launch {
 
-template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel>
-struct FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel>::Impl {
-  using Traits = FfpaTraits<Element, kHeadDim, kHeadDimV, kLevel, L1Tile<kHeadDimV>>;
+template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel, AccMode kAcc>
+struct FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::Impl {
+  using Traits = FfpaTraits<Element, kHeadDim, kHeadDimV, kLevel, FfpaTile<kLevel, kHeadDim, kHeadDimV>, kAcc>;
   static constexpr int kMaxStages = 4;
   static inline bool smem_opted_in[64] = {};
+  static constexpr auto kernel() { return attn::ffpa_fwd_kernel<Traits>; }
   static int pick_stages(int requested) {
-    return requested > 0 ? requested : default_stages(Traits::kStageBytes, Traits::smem_bytes(0));
+    return requested > 0 ? requested : default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocksPerSm);
+  }
+  // Stage count, shared memory and the opt-in every launch (and the L3 workspace query) needs.
+  static cudaError_t prepare(int requested_stages, int* stages, int* smem) {
+    *stages = pick_stages(requested_stages);
+    *smem = Traits::smem_bytes(*stages);
+    if (*smem > max_smem_optin()) return cudaErrorInvalidConfiguration;
+    return opt_in_smem(kernel(), Traits::smem_bytes(kMaxStages), smem_opted_in);
+  }
+  // L3's persistent grid: the blocks that are resident on the device at once, at most one per
+  // (query block, head, batch) item. Each owns one workspace slot.
+  static int64_t persistent_blocks(const FwdParams& p, int smem) {
+    const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
+    const int64_t resident = static_cast<int64_t>(resident_blocks_per_sm(kernel(), Traits::kThreads, smem)) * num_sms();
+    return items < resident ? items : resident;
   }
 };
 
-template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel>
-cudaError_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel>::info(int num_stages, bool query_attributes,
-                                                                     KernelInfo* out) {
+template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel, AccMode kAcc>
+cudaError_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::info(int num_stages, bool query_attributes,
+                                                                           KernelInfo* out) {
   using Traits = typename Impl::Traits;
   if (num_stages < 0 || num_stages > Impl::kMaxStages) return cudaErrorInvalidValue;
   KernelInfo k;
   k.family = Family::kFfpa;
   k.level = static_cast<int>(kLevel);
+  k.acc = kAcc;
   k.head_dim = kHeadDim;
   k.head_dim_v = kHeadDimV;
   k.block_m = Traits::kBlockM;
@@ -36,34 +53,50 @@ cudaError_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel>::info(int num_sta
   k.warps_m = Traits::kWarpsM;
   k.warps_n = Traits::kWarpsN;
   k.chunk_d = Traits::kChunkD;
+  k.group_d = Traits::kOutD;
   k.threads = Traits::kThreads;
   k.num_stages = Impl::pick_stages(num_stages);
   k.smem_bytes = Traits::smem_bytes(k.num_stages);
   if (query_attributes) {
-    cudaFuncAttributes attr;
-    const cudaError_t err = cudaFuncGetAttributes(&attr, attn::ffpa_fwd_kernel<Traits>);
+    const cudaError_t err = query_kernel_attributes(Impl::kernel(), &k);
     if (err != cudaSuccess) return err;
-    k.registers = attr.numRegs;
-    k.local_bytes = static_cast<int>(attr.localSizeBytes);
   }
   *out = k;
   return cudaSuccess;
 }
 
-template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel>
-cudaError_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel>::run(FwdParams p, cudaStream_t stream) {
+template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel, AccMode kAcc>
+int64_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::workspace_bytes(FwdParams p) {
+  if constexpr (kLevel != Level::kL3) {
+    return 0;
+  } else {
+    int stages = 0, smem = 0;
+    if (p.num_stages < 0 || p.num_stages > Impl::kMaxStages || Impl::prepare(p.num_stages, &stages, &smem) != cudaSuccess)
+      return -1;
+    return Impl::persistent_blocks(p, smem) * Impl::Traits::kBlockM * kHeadDimV * static_cast<int64_t>(sizeof(float));
+  }
+}
+
+template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel, AccMode kAcc>
+cudaError_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::run(FwdParams p, cudaStream_t stream) {
   using Traits = typename Impl::Traits;
   if (p.num_stages < 0 || p.num_stages > Impl::kMaxStages || !params_ok(p, kHeadDim, kHeadDimV))
     return cudaErrorInvalidValue;
   if (p.block_map != nullptr && (p.block_map_m != Traits::kBlockM || p.block_map_n != Traits::kBlockN))
     return cudaErrorInvalidValue;
-  p.num_stages = Impl::pick_stages(p.num_stages);
-  const int smem = Traits::smem_bytes(p.num_stages);
-  if (smem > max_smem_optin()) return cudaErrorInvalidConfiguration;
-  const cudaError_t err =
-      opt_in_smem(attn::ffpa_fwd_kernel<Traits>, Traits::smem_bytes(Impl::kMaxStages), Impl::smem_opted_in);
+  int smem = 0;
+  const cudaError_t err = Impl::prepare(p.num_stages, &p.num_stages, &smem);
   if (err != cudaSuccess) return err;
-  return launch_batched<Element>(attn::ffpa_fwd_kernel<Traits>, p, Traits::kBlockM, Traits::kThreads, smem, stream);
+  if constexpr (kLevel == Level::kL3) {
+    if (p.o_accum == nullptr || p.o_accum_slots < 1) return cudaErrorInvalidValue;
+    int64_t blocks = Impl::persistent_blocks(p, smem);
+    if (blocks > p.o_accum_slots) blocks = p.o_accum_slots;  // correct with any slot count; fewer is slower
+    Impl::kernel()<<<static_cast<unsigned>(blocks), Traits::kThreads, smem, stream>>>(p);
+    return cudaGetLastError();
+  } else {
+    return launch_batched<Element>(Impl::kernel(), p, Traits::kBlockM, Traits::kThreads, smem, stream,
+                                   Traits::kGroups);
+  }
 }
 
 }  // namespace ffpa::launch

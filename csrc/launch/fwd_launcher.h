@@ -1,6 +1,6 @@
 // Declarations of the templated forward launchers, one per kernel family; their definitions
 // (ffpa_fwd_launch.cuh, fa2_fwd_launch.cuh) are compiled only in the generated per-(family,
-// dtype, head dim) files, so the registry can name every instantiation without compiling a kernel.
+// dtype, head dims, accumulation) files, so the registry can name every instantiation without compiling a kernel.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -10,11 +10,13 @@
 
 namespace ffpa::launch {
 
-template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel>
+template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel, AccMode kAcc>
 struct FfpaLauncher {
   struct Impl;
   static cudaError_t run(FwdParams params, cudaStream_t stream);
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
+  // Bytes of fp32 workspace run() needs in params.o_accum (L3; 0 for L1/L2, -1 on error).
+  static int64_t workspace_bytes(FwdParams params);
 };
 
 template <typename Element, int kHeadDim, int kHeadDimV>

@@ -1,5 +1,6 @@
-// The grid every forward kernel uses, (query blocks, query heads, batch), launched in batch
-// slices because gridDim.z is capped at 65535: each slice offsets the pointers. Torch-free.
+// The grid of the non-persistent forward kernels, (query blocks x groups, query heads, batch),
+// launched in batch slices because gridDim.z is capped at 65535: each slice offsets the
+// pointers. `groups` blocks share each query block (FFPA L2's Dv groups; 1 elsewhere). Torch-free.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -10,7 +11,7 @@ namespace ffpa::launch {
 
 template <typename Element, typename Kernel>
 cudaError_t launch_batched(Kernel kernel, const FwdParams& p, int block_m, int threads, int smem,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, int groups = 1) {
   constexpr int kMaxGridYZ = 65535;
   if (p.heads_q > kMaxGridYZ) return cudaErrorInvalidConfiguration;
   const int m_blocks = (p.len_q + block_m - 1) / block_m;
@@ -25,7 +26,7 @@ cudaError_t launch_batched(Kernel kernel, const FwdParams& p, int block_m, int t
     if (p.mask != nullptr)
       s.mask = static_cast<const char*>(p.mask) + b0 * p.mask_batch_stride * attn::mask_elem_bytes(p.mask_kind);
     if (p.block_map != nullptr) s.block_map = p.block_map + b0 * p.block_map_batch_stride;
-    const dim3 grid(m_blocks, s.heads_q, s.batch);
+    const dim3 grid(static_cast<unsigned>(m_blocks) * groups, s.heads_q, s.batch);
     kernel<<<grid, threads, smem, stream>>>(s);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;

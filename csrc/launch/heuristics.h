@@ -5,31 +5,46 @@
 
 namespace ffpa::launch {
 
-// Shared memory a block may opt into on the current device (cached per device).
-inline int max_smem_optin() {
+
+// One attribute of the current device, read once per device; `fallback` where it cannot be read.
+template <cudaDeviceAttr kAttr>
+inline int device_attribute(int fallback) {
   static int cached[64] = {0};
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 48 * 1024;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return fallback;
   if (cached[dev] == 0) {
     int v = 0;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) v = 48 * 1024;
+    if (cudaDeviceGetAttribute(&v, kAttr, dev) != cudaSuccess || v <= 0) v = fallback;
     cached[dev] = v;
   }
   return cached[dev];
 }
 
-// Shared memory of one SM on the current device (cached per device).
-inline int smem_per_sm() {
-  static int cached[64] = {0};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 100 * 1024;
-  if (cached[dev] == 0) {
-    int v = 0;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess) v = 100 * 1024;
-    cached[dev] = v;
-  }
-  return cached[dev];
+// Shared memory of one SM, and the SM count, of the current device.
+inline int smem_per_sm() { return device_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(100 * 1024); }
+inline int num_sms() { return device_attribute<cudaDevAttrMultiProcessorCount>(1); }
+
+// Blocks of `kernel` one SM holds at once with `smem` dynamic shared memory (at least 1).
+template <typename Kernel>
+int resident_blocks_per_sm(Kernel kernel, int threads, int smem) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess || n < 1) n = 1;
+  return n;
 }
+
+// Registers and local (spill/stack) bytes per thread of a compiled kernel.
+template <typename Kernel, typename Info>
+cudaError_t query_kernel_attributes(Kernel kernel, Info* out) {
+  cudaFuncAttributes attr;
+  const cudaError_t err = cudaFuncGetAttributes(&attr, kernel);
+  if (err != cudaSuccess) return err;
+  out->registers = attr.numRegs;
+  out->local_bytes = static_cast<int>(attr.localSizeBytes);
+  return cudaSuccess;
+}
+
+// Shared memory a block may opt into on the current device.
+inline int max_smem_optin() { return device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(48 * 1024); }
 
 // Default cp.async depth: the deepest of 3, 2 that lets `blocks_per_sm` blocks share an SM (the
 // residency the tile was sized for; 1 KB per block is reserved by the driver) and fits the

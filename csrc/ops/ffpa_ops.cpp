@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "launch/ffpa_fwd.h"
+#include "launch/heuristics.h"
 #include "ops/ffpa_ops.h"
 
 namespace ffpa::ops {
@@ -78,7 +79,7 @@ MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t
 std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                  const std::optional<at::Tensor>& attn_mask, double scale,
                                                  bool is_causal, bool causal_bottom_right, int64_t level,
-                                                 int64_t num_stages) {
+                                                 int64_t acc, int64_t num_stages) {
   check_qkv(q, "query", 4, q);
   check_qkv(k, "key", 4, q);
   check_qkv(v, "value", 4, q);
@@ -93,8 +94,13 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
               num(Hkv), ")");
   TORCH_CHECK(S >= 1, "ffpa_fwd: `key` must have at least one position, got length ", num(S));
   TORCH_CHECK(std::isfinite(scale), "ffpa_fwd: `scale` must be finite, got ", num(scale));
-  TORCH_CHECK(level == 0 || level == 1, "ffpa_fwd: `level` must be 0 (auto: FA-2 where compiled, else FFPA L1) or 1 "
-              "(FFPA L1) in this build, got ", num(level));
+  TORCH_CHECK(level >= 0 && level <= 3, "ffpa_fwd: `level` must be 0 (auto: FA-2 where compiled, else the FFPA "
+              "level the heuristic picks) or an FFPA level 1..3, got ", num(level));
+  TORCH_CHECK(acc >= 0 && acc <= 3, "ffpa_fwd: `acc` must be 0 (auto = fp32), 1 (fp32), 2 (fp16) or 3 (mixed: Q@K^T "
+              "fp32, P@V fp16), got ", num(acc));
+  const AccMode acc_mode = acc == 2 ? AccMode::kF16 : acc == 3 ? AccMode::kMixed : AccMode::kF32;
+  TORCH_CHECK(acc_mode == AccMode::kF32 || q.scalar_type() == at::kHalf, "ffpa_fwd: `acc`=", num(acc),
+              " (fp16 accumulation) needs float16 inputs, got ", q.scalar_type());
   TORCH_CHECK(num_stages >= 0 && num_stages <= 4, "ffpa_fwd: `num_stages` must be 0 (auto) or 1..4, got ",
               num(num_stages));
   TORCH_CHECK(B <= INT32_MAX && Hq <= 65535 && L <= INT32_MAX && S <= INT32_MAX,
@@ -102,10 +108,12 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
               ", S ", num(S));
   const MaskKind mask_kind = attn_mask.has_value() ? check_mask(*attn_mask, q, B, Hq, L, S) : MaskKind::kNone;
   const launch::DType dtype = to_dtype(q.scalar_type());
-  const launch::RegistryEntry* kernel =
-      launch::route(dtype, static_cast<int>(level), static_cast<int>(D), static_cast<int>(Dv));
+  const launch::RouteQuery rq{dtype, static_cast<int>(level), acc_mode, static_cast<int>(D), static_cast<int>(Dv),
+                              static_cast<int>(L), static_cast<int>(S), B * Hq};
+  const launch::RegistryEntry* kernel = launch::route(rq);
   TORCH_CHECK(kernel != nullptr, "ffpa_fwd: head dims (", num(D), ", ", num(Dv), ") for ", q.scalar_type(),
               level == 0 ? std::string(" (auto level)") : " at FFPA level " + num(level),
+              acc_mode == AccMode::kF32 ? std::string() : " with acc=" + num(acc),
               " are not compiled into this build (see ffpa_attn.build_info())");
 
   // Output follows the layout of `query`: a BLHD view in gives a BLHD-backed output.
@@ -142,8 +150,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
   launch::KernelInfo info;
   cudaError_t err = kernel->info(p.num_stages, false, &info);
   TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: no launch configuration: ", cudaGetErrorString(err));
-  int smem_limit = 0;
-  cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, q.get_device());
+  const int smem_limit = launch::max_smem_optin();
   TORCH_CHECK(info.smem_bytes <= smem_limit, "ffpa_fwd: `num_stages`=", num(int64_t{info.num_stages}), " needs ",
               num(int64_t{info.smem_bytes}), " bytes of shared memory per block, the device allows ",
               num(int64_t{smem_limit}));
@@ -168,6 +175,15 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     err = launch::build_block_map(p, mb, mh, info.block_m, info.block_n, block_map.data_ptr<uint8_t>(), stream);
     TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: mask block-map launch failed: ", cudaGetErrorString(err));
   }
+  at::Tensor workspace;  // FFPA L3's O accumulator (one slot per resident block)
+  if (kernel->workspace != nullptr) {
+    const int64_t bytes = kernel->workspace(p);
+    TORCH_CHECK(bytes > 0, "ffpa_fwd: no launch configuration for the L3 workspace");
+    const int64_t slot = static_cast<int64_t>(info.block_m) * Dv * static_cast<int64_t>(sizeof(float));
+    workspace = at::empty({bytes / static_cast<int64_t>(sizeof(float))}, opts.dtype(at::kFloat));
+    p.o_accum = workspace.data_ptr<float>();
+    p.o_accum_slots = static_cast<int>(bytes / slot);
+  }
   err = kernel->run(p, stream);
   TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: kernel launch failed: ", cudaGetErrorString(err));
   return {out, lse};
@@ -178,7 +194,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
 TORCH_LIBRARY(ffpa_attn, m) {
   m.def(
       "ffpa_fwd(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float scale, bool is_causal, "
-      "bool causal_bottom_right, int level, int num_stages) -> (Tensor out, Tensor lse)");
+      "bool causal_bottom_right, int level, int acc, int num_stages) -> (Tensor out, Tensor lse)");
 }
 
 TORCH_LIBRARY_IMPL(ffpa_attn, CUDA, m) { m.impl("ffpa_fwd", &ffpa::ops::ffpa_fwd_cuda); }

@@ -12,6 +12,6 @@ namespace ffpa::ops {
 std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                  const std::optional<at::Tensor>& attn_mask, double scale,
                                                  bool is_causal, bool causal_bottom_right, int64_t level,
-                                                 int64_t num_stages);
+                                                 int64_t acc, int64_t num_stages);
 
 }  // namespace ffpa::ops

@@ -20,9 +20,10 @@ py::dict build_info() {
 }
 
 // Launch configuration of one compiled kernel; registers/local memory need a CUDA device.
-// `family` is "fa2" or "ffpa_l1" (the family names of build_info()).
+// `family` is "fa2", "ffpa_l1", "ffpa_l2" or "ffpa_l3" (the family names of build_info());
+// `acc` is "fp32", "fp16" or "mixed" (FFPA only).
 py::dict kernel_info(const std::string& dtype, const std::string& family, int head_dim, int head_dim_v, int num_stages,
-                     bool query_attributes) {
+                     bool query_attributes, const std::string& acc) {
   using ffpa::launch::DType;
   using ffpa::launch::Family;
   DType dt;
@@ -33,11 +34,18 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   int level;
   if (family == "fa2") fam = Family::kFa2, level = 0;
   else if (family == "ffpa_l1") fam = Family::kFfpa, level = 1;
-  else throw py::value_error("kernel_info: `family` must be 'fa2' or 'ffpa_l1', got '" + family + "'");
-  const ffpa::launch::RegistryEntry* e = ffpa::launch::find_kernel(dt, fam, level, head_dim, head_dim_v);
+  else if (family == "ffpa_l2") fam = Family::kFfpa, level = 2;
+  else if (family == "ffpa_l3") fam = Family::kFfpa, level = 3;
+  else throw py::value_error("kernel_info: `family` must be 'fa2', 'ffpa_l1', 'ffpa_l2' or 'ffpa_l3', got '" + family + "'");
+  ffpa::AccMode mode;
+  if (acc == "fp32") mode = ffpa::AccMode::kF32;
+  else if (acc == "fp16") mode = ffpa::AccMode::kF16;
+  else if (acc == "mixed") mode = ffpa::AccMode::kMixed;
+  else throw py::value_error("kernel_info: `acc` must be 'fp32', 'fp16' or 'mixed', got '" + acc + "'");
+  const ffpa::launch::RegistryEntry* e = ffpa::launch::find_kernel(dt, fam, level, mode, head_dim, head_dim_v);
   if (e == nullptr)
-    throw py::value_error("kernel_info: (" + dtype + ", " + family + ", head dims " + std::to_string(head_dim) + "/" +
-                          std::to_string(head_dim_v) + ") is not compiled");
+    throw py::value_error("kernel_info: (" + dtype + ", " + family + ", acc " + acc + ", head dims " +
+                          std::to_string(head_dim) + "/" + std::to_string(head_dim_v) + ") is not compiled");
   ffpa::launch::KernelInfo k;
   const cudaError_t err = e->info(num_stages, query_attributes, &k);
   if (err != cudaSuccess) throw py::value_error(std::string("kernel_info: ") + cudaGetErrorString(err));
@@ -51,6 +59,8 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   d["warps_m"] = k.warps_m;
   d["warps_n"] = k.warps_n;
   d["chunk_d"] = k.chunk_d;
+  d["group_d"] = k.group_d;
+  d["acc"] = acc;
   d["threads"] = k.threads;
   d["num_stages"] = k.num_stages;
   d["smem_bytes"] = k.smem_bytes;
@@ -67,6 +77,6 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "ffpa_attn CUDA extension: registers torch.ops.ffpa_attn.* and reports build contents";
   m.def("build_info", &build_info, "Version, archs, kernel families, head dims and dtypes compiled in");
   m.def("kernel_info", &kernel_info, py::arg("dtype"), py::arg("family"), py::arg("head_dim"),
-        py::arg("head_dim_v"), py::arg("num_stages") = 0, py::arg("query_attributes") = false,
+        py::arg("head_dim_v"), py::arg("num_stages") = 0, py::arg("query_attributes") = false, py::arg("acc") = "fp32",
         "Launch configuration (tile, threads, stages, shared memory; registers on request) of one kernel");
 }

@@ -7,52 +7,86 @@
 
 namespace ffpa {
 
-enum class Level : int { kL1 = 1 };
+// FFPA levels (see ffpa_fwd_sm80.cuh for the schemes):
+//   L1: O accumulator in registers, all of Dv per block   -> registers O(Dv), shared memory O(1)
+//   L2: O in registers one kGroupD-wide group of Dv per block, Q@K^T recomputed per group
+//                                                          -> registers O(1), shared memory O(1)
+//   L3: O accumulator in a global fp32 workspace, rescaled slice by slice per KV tile
+//                                                          -> registers O(1), shared memory O(1)
+enum class Level : int { kL1 = 1, kL2 = 2, kL3 = 3 };
+
+// MMA accumulation: kF32 both products in fp32; kF16 both in fp16 (fp16 inputs only);
+// kMixed Q@K^T in fp32 and P@V in fp16 (fp16 inputs only). Softmax statistics are fp32 always.
+enum class AccMode : int { kF32 = 0, kF16 = 1, kMixed = 2 };
 
 // One row of the tile table: how a block is cut. Warps form a kWarpsM x kWarpsN grid:
 //   Q@K^T : warp (wm, wn) owns S rows [16*wm, +16) and columns [wn*BlockN/kWarpsN, +BlockN/kWarpsN)
 //   P@V   : warp (wm, wn) owns O rows [16*wm, +16) and, in every kChunkD-wide slice of the head
 //           dim, columns [wn*kChunkD/kWarpsN, +kChunkD/kWarpsN)
 // chunk_d is the head-dim slice staged per pipeline step (a multiple of the 16-wide MMA k).
+// group_d (L2 only) is the width of the Dv group one block owns.
 // q_resident keeps the block's whole Q tile in shared memory, loaded once, instead of streaming
 // it with every K slice: a third less L2 traffic per KV tile, at the price of Br x D x 2 bytes of
 // shared memory (so no longer O(1) in D; a tuning variant, not the L1 default).
-template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_, bool kQResident_ = false>
+template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_, bool kQResident_ = false, int kGroupD_ = 0>
 struct Tile {
   static constexpr int warps_m = kWarpsM_;
   static constexpr int warps_n = kWarpsN_;
   static constexpr int block_n = kBlockN_;
   static constexpr int chunk_d = kChunkD_;
   static constexpr bool q_resident = kQResident_;
+  static constexpr int group_d = kGroupD_;
 };
 
 // The tile table for L1 (O accumulator in registers: per-thread O registers are
 // Dv / (2 * warps_n), so wide heads use Br = 32 and spread O over 4 warps along N).
 // Per head dim, the fastest spill-free tile measured by tools/tune_l1.cu on an H200
 // (2026-11-21, bf16, B=1 H=32 N=8192; numbers in docs/tuning_l1.md, runs 2 and 3). Larger Bc and chunk_d
-// mean more MMAs per barrier, which is what this kernel's speed follows. D=448, 768, 960 and 1024
-// have faster tiles that spill a few registers (+35% at 448, +24% at 768); left out for now.
+// mean more MMAs per barrier, which is what this kernel's speed follows. Session 3 (levels and
+// accumulation modes) moved 512, 896 and 1024 to the nearest tile that is spill-free again on
+// sm_90a with ptxas 13.0 (512: 2x4 Bc128 c128; 896 and 1024: 2x4 Bc128 c64, ~12% slower than the
+// 16-byte-spilling 2x4 Bc64 c256 at 1024 in run 3).
 template <int kHeadDimV>
-using L1Tile = std::conditional_t<
+using L1TileForDv = std::conditional_t<
     (kHeadDimV == 320 || kHeadDimV == 384), Tile<4, 2, 128, 64>,
     std::conditional_t<
-        (kHeadDimV == 512), Tile<4, 2, 64, 128>,
+        (kHeadDimV == 512), Tile<2, 4, 128, 128>,
         std::conditional_t<
             (kHeadDimV <= 512), Tile<4, 2, 64, 64>,
             std::conditional_t<
                 (kHeadDimV == 576), Tile<2, 4, 128, 192>,
                 std::conditional_t<
-                    (kHeadDimV == 640 || kHeadDimV == 896), Tile<2, 4, 128, 128>,
+                    (kHeadDimV == 640), Tile<2, 4, 128, 128>,
                     std::conditional_t<(kHeadDimV == 768 || kHeadDimV == 960), Tile<2, 4, 64, 192>,
-                                       std::conditional_t<(kHeadDimV == 1024), Tile<2, 4, 64, 256>,
-                                                          Tile<2, 4, 128, 64>>>>>>>>;
+                                       Tile<2, 4, 128, 64>>>>>>>;
 
-template <typename Element_, int kHeadDim_, int kHeadDimV_, Level kLevel_, typename Cfg>
+// E != Ev (e.g. 576/512): the Dv entry when its slice width also divides E, else 64-wide slices.
+template <int kHeadDim, int kHeadDimV>
+using L1Tile = std::conditional_t<kHeadDim % L1TileForDv<kHeadDimV>::chunk_d == 0, L1TileForDv<kHeadDimV>,
+                                  std::conditional_t<(kHeadDimV <= 512), Tile<4, 2, 64, 64>, Tile<2, 4, 128, 64>>>;
+
+// L2: one tile at every head dim (registers and shared memory the same for all D): 64 x 128
+// tiles, 64-wide slices, 256-wide Dv groups (the last group of a Dv that 256 does not divide
+// is narrower; its block skips the missing slices).
+using L2Tile = Tile<4, 2, 128, 64, false, 256>;
+// L3: one tile at every head dim, sized so two blocks share an SM without spills (Bc = 128
+// would halve the workspace traffic per FLOP but needs ~230 registers: one block per SM).
+using L3Tile = Tile<4, 2, 64, 64>;
+
+template <Level kLevel, int kHeadDim, int kHeadDimV>
+using FfpaTile = std::conditional_t<kLevel == Level::kL1, L1Tile<kHeadDim, kHeadDimV>,
+                                    std::conditional_t<kLevel == Level::kL2, L2Tile, L3Tile>>;
+
+template <typename Element_, int kHeadDim_, int kHeadDimV_, Level kLevel_, typename Cfg,
+          AccMode kAcc_ = AccMode::kF32>
 struct FfpaTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDimV_;
   static constexpr Level kLevel = kLevel_;
+  static constexpr AccMode kAcc = kAcc_;
+  static constexpr bool kQKHalf = kAcc == AccMode::kF16;   // Q@K^T accumulates in fp16
+  static constexpr bool kPVHalf = kAcc != AccMode::kF32;   // P@V accumulates in fp16
 
   static constexpr int kWarpsM = Cfg::warps_m;
   static constexpr int kWarpsN = Cfg::warps_n;
@@ -61,9 +95,15 @@ struct FfpaTraits {
   static constexpr int kBlockN = Cfg::block_n;
   static constexpr int kChunkD = Cfg::chunk_d;
   static constexpr bool kQResident = Cfg::q_resident;
+  // Blocks per SM the registers are capped for: L3 holds no O accumulator, so two blocks fit
+  // (its persistent grid then has twice the warps to hide the workspace traffic).
+  static constexpr int kMinBlocksPerSm = kLevel == Level::kL3 ? 2 : 1;
 
   static constexpr int kChunksQK = kHeadDim / kChunkD;    // pipeline steps of Q@K^T per KV tile
-  static constexpr int kChunksV = kHeadDimV / kChunkD;    // pipeline steps of P@V per KV tile
+  // Dv columns one block produces: all of Dv, or one group for L2 (kGroups blocks per row block).
+  static constexpr int kOutD = kLevel == Level::kL2 ? Cfg::group_d : kHeadDimV;
+  static constexpr int kGroups = (kHeadDimV + kOutD - 1) / kOutD;
+  static constexpr int kChunksV = kOutD / kChunkD;        // (at most) pipeline steps of P@V per KV tile
   static constexpr int kWarpColsS = kBlockN / kWarpsN;    // S columns per warp
   static constexpr int kNTilesS = kWarpColsS / 8;         // m16n8 S tiles per warp
   static constexpr int kWarpColsO = kChunkD / kWarpsN;    // O columns per warp per chunk
@@ -88,6 +128,9 @@ struct FfpaTraits {
 
   static_assert(kHeadDim % kChunkD == 0 && kHeadDimV % kChunkD == 0,
                 "head dims must be multiples of the staged slice width");
+  static_assert(kLevel != Level::kL2 || (Cfg::group_d > 0 && Cfg::group_d % kChunkD == 0),
+                "L2 needs a Dv group width that is a multiple of the slice width");
+  static_assert(kLevel == Level::kL2 || Cfg::group_d == 0, "group_d is an L2 tile parameter");
   static_assert(kChunkD % 16 == 0 && kBlockN % 16 == 0, "MMA k-steps are 16 wide");
   static_assert(kNTilesS % 2 == 0 && kNTilesO % 2 == 0,
                 "ldmatrix.x4 feeds two n8 tiles: warp column spans must be multiples of 16");

@@ -19,6 +19,10 @@ struct FwdParams {
   const void* v;  // [B, Hkv, S, Dv] last dim contiguous
   void* o;        // [B, Hq, L, Dv]  last dim contiguous
   float* lse;     // [B, Hq, L] contiguous, natural log; may be null
+  // FFPA L3 only: fp32 O-accumulator workspace, o_accum_slots slots of BlockM x Dv floats (one
+  // per resident block of the persistent grid; see launch::FfpaLauncher::workspace_bytes).
+  float* o_accum;
+  int o_accum_slots;
 
   int64_t q_batch_stride, q_head_stride, q_row_stride;
   int64_t k_batch_stride, k_head_stride, k_row_stride;

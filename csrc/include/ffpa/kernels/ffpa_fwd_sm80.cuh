@@ -1,11 +1,12 @@
 // FFPA forward kernel family (mma.sync, sm_80+): attention for large head dims with shared
 // memory O(1) in D. Q, K and V stream through one cp.async ring in kChunkD-wide slices of the
 // head dim, so Q@K^T is a GEMM whose k dimension never has to fit in shared memory.
-// Levels are a template parameter (L1 here: the O accumulator lives in registers).
+// The three levels and the accumulation modes are template parameters of this one kernel.
 #pragma once
 #include <cstdint>
 #include <math_constants.h>
 
+#include "ffpa/accum.cuh"
 #include "ffpa/ffpa_traits.h"
 #include "ffpa/mask.cuh"
 #include "ffpa/numeric.cuh"
@@ -18,10 +19,22 @@
 namespace ffpa::attn {
 
 // The pipeline walks one flat sequence of slice loads per query block: for each KV tile j that
-// is not skipped (causal cut, block map), items c = 0 .. kChunksQK + kChunksV - 1:
+// is not skipped (causal cut, block map), items c = 0 .. kChunksQK + nv - 1:
 //   c <  kChunksQK : Q[:, c-th slice] and K_j[:, c-th slice]   (a "QK item")
-//   c >= kChunksQK : V_j[:, (c - kChunksQK)-th slice]          (a "V item")
+//   c >= kChunksQK : V_j[:, (c - kChunksQK)-th slice of the block's Dv columns]   (a "V item")
 // so prefetch runs across the Q@K^T -> P@V -> next tile boundaries without draining.
+//
+// Where the O accumulator lives, per level:
+//   L1  registers, all Dv columns: o_acc[kChunksV][kNTilesO] fragments per thread.
+//   L2  registers, one kOutD-wide group of Dv columns per block; the grid has kGroups blocks
+//       per query block, and each recomputes S = Q K^T (the same S, bit for bit, so all groups
+//       see the same softmax statistics). Registers do not grow with D; Q@K^T work does
+//       (kGroups times), which is the price of O(1) registers.
+//   L3  a global fp32 workspace slot per resident block (persistent grid): per KV tile and Dv
+//       slice, each thread loads its own fragment elements (no cross-thread traffic, so no
+//       barrier), rescales by the new row max, adds P@V_slice and stores them back. The first
+//       visible tile starts from 0 without a load; the last one divides by the row sums and
+//       writes the output directly, so a sequence of one KV tile never touches the workspace.
 //
 // Block of kWarpsM x kWarpsN warps (here drawn for 4 x 2, BlockM = 64, BlockN = 64):
 //
@@ -38,6 +51,7 @@ template <typename Traits>
 struct FfpaFwd {
   using Element = typename Traits::Element;
   using Num = Numeric<Element>;
+  static constexpr Level kLevel = Traits::kLevel;
   static constexpr int kThreads = Traits::kThreads;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
@@ -45,25 +59,37 @@ struct FfpaFwd {
   static constexpr int kWarpsN = Traits::kWarpsN;
   static constexpr int kChunksQK = Traits::kChunksQK;
   static constexpr int kChunksV = Traits::kChunksV;
-  static constexpr int kItemsPerTile = kChunksQK + kChunksV;
   static constexpr int kNTilesS = Traits::kNTilesS;
   static constexpr int kNTilesO = Traits::kNTilesO;
+  using SFrag = AccFrag<Element, Traits::kQKHalf>;
+  using OFrag = AccFrag<Element, Traits::kPVHalf>;
+  static_assert(!Traits::kPVHalf || std::is_same<Element, __half>::value,
+                "fp16 accumulation takes fp16 inputs (bf16 MMAs accumulate in fp32 only)");
 
   using QTile = SwizzledTile<kBlockM, kChunkD>;
   using KTile = SwizzledTile<kBlockN, kChunkD>;
   using VTile = SwizzledTile<kBlockN, kChunkD>;
   using PTile = SwizzledTile<kBlockM, kBlockN>;
 
-  // Per-block view of the problem: base pointers already offset to (batch, head, block).
-  // Loop-invariant state kept in registers; strides and lengths are read from the
-  // (constant-bank) params where needed, leaving registers to the fragments.
+  // Which output tile a block computes.
+  struct Work {
+    int m_block;  // query block
+    int head;
+    int batch;
+    int group;    // L2: Dv group; 0 otherwise
+  };
+
+  // Per-work view of the problem: base pointers already offset to (batch, head, block, group).
+  // Strides and lengths are read from the (constant-bank) params where needed, leaving
+  // registers to the fragments.
   struct Block {
     const Element* q;  // row m0 of this block's query head
     const Element* k;  // row 0 of the kv head
-    const Element* v;
+    const Element* v;  // row 0 of the kv head, first column of the block's Dv group
     int m0;            // first query row of the block
     int rows_q;        // valid query rows in this block (<= kBlockM)
-    int n_end;             // key tiles [0, n_end) can hold visible keys (causal cut)
+    int n_end;         // key tiles [0, n_end) can hold visible keys (causal cut)
+    int nv;            // V items per tile (kChunksV except in a narrower last L2 group)
     int num_stages;
     uint32_t smem_base;  // shared address of stage 0
     uint32_t q_smem;     // shared address of the resident Q tile (kQResident)
@@ -99,17 +125,20 @@ struct FfpaFwd {
     int slot;    // ring slot of the next item
   };
 
-  // This query block's row of the mask block map (recomputed from blockIdx where needed rather
-  // than held in two registers through the loop).
-  static __device__ __forceinline__ const uint8_t* block_codes(const FwdParams& p) {
-    const int m_block = gridDim.x - 1 - blockIdx.x;
-    return p.block_map + blockIdx.z * p.block_map_batch_stride + blockIdx.y * p.block_map_head_stride +
-           static_cast<int64_t>(m_block) * p.block_map_n_blocks;
+  static __device__ __forceinline__ int v_items(const Block& b) {
+    if constexpr (kLevel == Level::kL2) return b.nv;
+    else return kChunksV;
   }
 
-  static __device__ __forceinline__ int next_tile(const FwdParams& p, const Block& b, int j) {
+  // This work's row of the mask block map.
+  static __device__ __forceinline__ const uint8_t* block_codes(const FwdParams& p, const Work& w) {
+    return p.block_map + w.batch * p.block_map_batch_stride + w.head * p.block_map_head_stride +
+           static_cast<int64_t>(w.m_block) * p.block_map_n_blocks;
+  }
+
+  static __device__ __forceinline__ int next_tile(const FwdParams& p, const Work& w, const Block& b, int j) {
     if (p.block_map != nullptr) {
-      const uint8_t* codes = block_codes(p);
+      const uint8_t* codes = block_codes(p, w);
       while (j < b.n_end && codes[j] == kBlockSkip) ++j;
     }
     return j;
@@ -122,7 +151,8 @@ struct FfpaFwd {
     return slot + 1 == b.num_stages ? 0 : slot + 1;
   }
 
-  static __device__ __forceinline__ void issue(const FwdParams& p, const Block& b, Producer& pr, int tid) {
+  static __device__ __forceinline__ void issue(const FwdParams& p, const Work& w, const Block& b, Producer& pr,
+                                               int tid) {
     if (pr.tile >= b.n_end) return;
     const int c = pr.c;
     const uint32_t dst = stage_addr(b, pr.slot);
@@ -139,31 +169,84 @@ struct FfpaFwd {
                                  c - kChunksQK, tid);
     }
     pr.slot = next_slot(b, pr.slot);
-    if (++pr.c == kItemsPerTile) {
+    if (++pr.c == kChunksQK + v_items(b)) {
       pr.c = 0;
-      pr.tile = next_tile(p, b, pr.tile + 1);
+      pr.tile = next_tile(p, w, b, pr.tile + 1);
     }
   }
 
   // Make the consumer's next item resident and keep the ring full. Every call commits exactly
   // one group (possibly empty), so "the item landed" is "at most num_stages - 2 groups pending".
-  static __device__ __forceinline__ void acquire(const FwdParams& p, const Block& b, Producer& pr, int tid) {
+  static __device__ __forceinline__ void acquire(const FwdParams& p, const Work& w, const Block& b, Producer& pr,
+                                                 int tid) {
     if (b.num_stages == 1) {
       __syncthreads();  // everyone is done reading the single buffer
-      issue(p, b, pr, tid);
+      issue(p, w, b, pr, tid);
       ptx::cp_async_commit_group();
       ptx::cp_async_wait_group<0>();
       __syncthreads();
     } else {
       ptx::cp_async_wait_group_dyn(b.num_stages - 2);
       __syncthreads();  // the item is visible to all; everyone is done with the slot refilled next
-      issue(p, b, pr, tid);
+      issue(p, w, b, pr, tid);
       ptx::cp_async_commit_group();
     }
   }
 
+  // ---- output helpers ------------------------------------------------------------------------
+  // Row sums of this thread's two rows over the quad and the kWarpsN warps sharing the rows.
+  static __device__ __forceinline__ void total_row_sum(float (&row_sum)[2], float* red, int wm, int wn, int g,
+                                                       int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+    }
+    if constexpr (kWarpsN > 1) {
+      __syncthreads();  // the row-max readers of `red` are done
+      if (t4 == 0) {
+        red[wn * kBlockM + wm * 16 + g] = row_sum[0];
+        red[wn * kBlockM + wm * 16 + g + 8] = row_sum[1];
+      }
+      __syncthreads();
+      row_sum[0] = row_sum[1] = 0.f;
+#pragma unroll
+      for (int w = 0; w < kWarpsN; ++w) {
+        row_sum[0] += red[w * kBlockM + wm * 16 + g];
+        row_sum[1] += red[w * kBlockM + wm * 16 + g + 8];
+      }
+    }
+  }
+
+  static __device__ __forceinline__ float inv_sum(float s) { return s > 0.f ? 1.f / s : 0.f; }
+
+  // Write one kChunkD slice of O (this thread's fragment elements, already divided by the row
+  // sums) at output column `col0` of the block's rows.
+  static __device__ __forceinline__ void store_o(const FwdParams& p, const Work& w, const Block& b, int col0,
+                                                 const float (&o)[kNTilesO][4], int wm, int wn, int g, int t4) {
+    Element* o_base = static_cast<Element*>(p.o) + w.batch * p.o_batch_stride + w.head * p.o_head_stride;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = b.m0 + wm * 16 + g + r * 8;
+      if (row >= p.len_q) continue;
+      Element* o_row = o_base + static_cast<int64_t>(row) * p.o_row_stride + col0;
+#pragma unroll
+      for (int n = 0; n < kNTilesO; ++n) {
+        const int col = wn * Traits::kWarpColsO + n * 8 + 2 * t4;
+        *reinterpret_cast<uint32_t*>(o_row + col) = Num::pack2(o[n][2 * r], o[n][2 * r + 1]);
+      }
+    }
+  }
+
+  // L3 workspace: this thread's float4 of n-tile n of slice c, in a fragment-major layout so a
+  // warp's 32 float4 accesses are one contiguous 512-byte run.
+  static __device__ __forceinline__ float4* ws_frag(const FwdParams& p, int c, int n, int tid) {
+    float* slot = p.o_accum + static_cast<int64_t>(blockIdx.x) * (kBlockM * Traits::kHeadDimV);
+    return reinterpret_cast<float4*>(slot) + (c * kNTilesO + n) * kThreads + tid;
+  }
+
   // ---- the block ---------------------------------------------------------------------------
-  static __device__ __forceinline__ void run(const FwdParams& p, char* smem) {
+  static __device__ __forceinline__ void run(const FwdParams& p, char* smem, const Work& w) {
     const int tid = threadIdx.x;
     const int lane = tid % 32;
     const int warp = tid / 32;
@@ -171,23 +254,20 @@ struct FfpaFwd {
     const int wn = warp % kWarpsN;
     const int g = lane / 4;  // fragment row within the warp's 16 rows (and g + 8)
     const int t4 = lane % 4; // fragment column pair
-
-    // Heaviest (causal) blocks first: the last query rows see the most keys.
-    const int m_block = gridDim.x - 1 - blockIdx.x;
-    const int head = blockIdx.y;
-    const int batch = blockIdx.z;
-    const int head_kv = head / (p.heads_q / p.heads_kv);
+    const int head_kv = w.head / (p.heads_q / p.heads_kv);
+    const int v_col0 = w.group * Traits::kOutD;  // first Dv column of this block (L2 groups)
 
     Block b;
-    b.m0 = m_block * kBlockM;
+    b.m0 = w.m_block * kBlockM;
     b.rows_q = min(kBlockM, p.len_q - b.m0);
-    b.q = static_cast<const Element*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride +
+    b.q = static_cast<const Element*>(p.q) + w.batch * p.q_batch_stride + w.head * p.q_head_stride +
           static_cast<int64_t>(b.m0) * p.q_row_stride;
-    b.k = static_cast<const Element*>(p.k) + batch * p.k_batch_stride + head_kv * p.k_head_stride;
-    b.v = static_cast<const Element*>(p.v) + batch * p.v_batch_stride + head_kv * p.v_head_stride;
+    b.k = static_cast<const Element*>(p.k) + w.batch * p.k_batch_stride + head_kv * p.k_head_stride;
+    b.v = static_cast<const Element*>(p.v) + w.batch * p.v_batch_stride + head_kv * p.v_head_stride + v_col0;
     // Causal: the block's last valid row sees keys up to (row + causal_offset).
     const int kv_end = p.is_causal ? max(0, min(p.len_kv, b.m0 + b.rows_q + p.causal_offset)) : p.len_kv;
     b.n_end = (kv_end + kBlockN - 1) / kBlockN;
+    b.nv = min(kChunksV, (Traits::kHeadDimV - v_col0) / kChunkD);
     b.num_stages = p.num_stages;
 
     b.q_smem = ptx::smem_u32addr(smem);
@@ -200,13 +280,12 @@ struct FfpaFwd {
     // Rows this thread owns in the softmax state: r = 0 -> row g, r = 1 -> row g + 8.
     float row_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
     float row_sum[2] = {0.f, 0.f};  // this thread's partial sum; reduced across quad/warps at the end
-    float o_acc[kChunksV][kNTilesO][4];
+    constexpr int kRegChunks = kLevel == Level::kL3 ? 1 : kChunksV;  // O fragments held in registers
+    OFrag o_acc[kRegChunks][kNTilesO];
 #pragma unroll
-    for (int c = 0; c < kChunksV; ++c)
+    for (int c = 0; c < kRegChunks; ++c)
 #pragma unroll
-      for (int n = 0; n < kNTilesO; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o_acc[c][n][e] = 0.f;
+      for (int n = 0; n < kNTilesO; ++n) o_acc[c][n].zero();
 
     // Resident Q: every slice, one group committed before the ring's, so the first acquire
     // (which waits for item 0) also waits for it: groups complete in order.
@@ -217,26 +296,25 @@ struct FfpaFwd {
       ptx::cp_async_commit_group();
     }
     // Prologue: fill num_stages - 1 buffers.
-    Producer pr{next_tile(p, b, 0), 0, 0};
+    Producer pr{next_tile(p, w, b, 0), 0, 0};
     const int first_tile = pr.tile;
     for (int s = 0; s < b.num_stages - 1; ++s) {
-      issue(p, b, pr, tid);
+      issue(p, w, b, pr, tid);
       ptx::cp_async_commit_group();
     }
 
     int slot = 0;  // the consumer's ring slot
-    for (int j = first_tile; j < b.n_end; j = next_tile(p, b, j + 1)) {
+    for (int j = first_tile, j_next; j < b.n_end; j = j_next) {
+      j_next = next_tile(p, w, b, j + 1);
       const int n0 = j * kBlockN;
       // ---- S = Q @ K_j^T, one kChunkD slice of the head dim per pipeline step ----
-      float s_acc[kNTilesS][4];
+      SFrag s_frag[kNTilesS];
 #pragma unroll
-      for (int n = 0; n < kNTilesS; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
+      for (int n = 0; n < kNTilesS; ++n) s_frag[n].zero();
 
 #pragma unroll 1
       for (int c = 0; c < kChunksQK; ++c, slot = next_slot(b, slot)) {
-        acquire(p, b, pr, tid);
+        acquire(p, w, b, pr, tid);
         const uint32_t q_smem = Traits::kQResident ? b.q_smem + c * Traits::kQSliceBytes : stage_addr(b, slot);
         const uint32_t k_smem = Traits::kQResident ? stage_addr(b, slot) : q_smem + Traits::kQSliceBytes;
 #pragma unroll
@@ -251,20 +329,21 @@ struct FfpaFwd {
             ptx::ldmatrix_m8n8_x4(bk, k_smem + KTile::unit_offset(krow, ks * 2 + (lane / 8) % 2));
             const uint32_t b0[2] = {bk[0], bk[1]};
             const uint32_t b1[2] = {bk[2], bk[3]};
-            Num::mma_f32acc(s_acc[2 * np], a, b0);
-            Num::mma_f32acc(s_acc[2 * np + 1], a, b1);
+            s_frag[2 * np].mma(a, b0);
+            s_frag[2 * np + 1].mma(a, b1);
           }
         }
       }
 
       // ---- online softmax on this tile (base 2) ----
-      const uint8_t code = p.block_map != nullptr ? block_codes(p)[j] : static_cast<uint8_t>(kBlockFull);
+      const uint8_t code = p.block_map != nullptr ? block_codes(p, w)[j] : static_cast<uint8_t>(kBlockFull);
       const bool need_mask = code == kBlockPartial || n0 + kBlockN > p.len_kv ||
                              (p.is_causal && n0 + kBlockN - 1 > b.m0 + p.causal_offset);
+      float s_acc[kNTilesS][4];
 #pragma unroll
       for (int n = 0; n < kNTilesS; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s_acc[n][e] *= p.scale_log2;
+        for (int e = 0; e < 4; ++e) s_acc[n][e] = s_frag[n].get(e) * p.scale_log2;
       // Masking is a per-tile branch (boundary and mixed-mask tiles only), kept out of the
       // unrolled hot loop; the mask itself is read only in kBlockPartial tiles.
       if (need_mask) {
@@ -281,7 +360,7 @@ struct FfpaFwd {
         if (code == kBlockPartial) {
 #pragma unroll
           for (int n = 0; n < kNTilesS; ++n) {
-            const float4 mq = mask_quad_log2(p, batch, head, row0, col0 + n * 8);
+            const float4 mq = mask_quad_log2(p, w.batch, w.head, row0, col0 + n * 8);
             s_acc[n][0] += mq.x, s_acc[n][1] += mq.y, s_acc[n][2] += mq.z, s_acc[n][3] += mq.w;
           }
         }
@@ -305,9 +384,9 @@ struct FfpaFwd {
         }
         __syncthreads();
 #pragma unroll
-        for (int w = 0; w < kWarpsN; ++w) {
-          tile_max[0] = fmaxf(tile_max[0], red[w * kBlockM + wm * 16 + g]);
-          tile_max[1] = fmaxf(tile_max[1], red[w * kBlockM + wm * 16 + g + 8]);
+        for (int w2 = 0; w2 < kWarpsN; ++w2) {
+          tile_max[0] = fmaxf(tile_max[0], red[w2 * kBlockM + wm * 16 + g]);
+          tile_max[1] = fmaxf(tile_max[1], red[w2 * kBlockM + wm * 16 + g + 8]);
         }
       }
       float alpha[2], m_use[2];
@@ -321,12 +400,12 @@ struct FfpaFwd {
         row_max[r] = m_new;
         row_sum[r] *= alpha[r];
       }
+      if constexpr (kLevel != Level::kL3) {
 #pragma unroll
-      for (int c = 0; c < kChunksV; ++c)
+        for (int c = 0; c < kChunksV; ++c)
 #pragma unroll
-        for (int n = 0; n < kNTilesO; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) o_acc[c][n][e] *= alpha[e / 2];
+          for (int n = 0; n < kNTilesO; ++n) o_acc[c][n].scale_rows(alpha[0], alpha[1]);
+      }
 
       // P = exp2(S - m), summed in fp32, stored as b16 for the P@V MMA.
 #pragma unroll
@@ -345,89 +424,159 @@ struct FfpaFwd {
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_smem + PTile::elem_offset(row + 8, col)), "r"(hi));
       }
 
-      // ---- O += P @ V_j, one kChunkD slice of Dv per pipeline step (unrolled: O is in registers) ----
+      // ---- O += P @ V_j, one kChunkD slice of the block's Dv columns per pipeline step ----
       uint32_t p_frag[Traits::kKStepsPV][4];
+      if constexpr (kLevel != Level::kL3) {
 #pragma unroll
-      for (int c = 0; c < kChunksV; ++c, slot = next_slot(b, slot)) {
-        acquire(p, b, pr, tid);  // its barrier also publishes the P tile written above
-        if (c == 0) {
-#pragma unroll
-          for (int ks = 0; ks < Traits::kKStepsPV; ++ks)
-            ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::unit_offset(wm * 16 + lane % 16, ks * 2 + lane / 16));
+        for (int c = 0; c < kChunksV; ++c, slot = next_slot(b, slot)) {
+          if (kLevel == Level::kL2 && c >= b.nv) break;  // narrower last group (block-uniform)
+          acquire(p, w, b, pr, tid);  // its barrier also publishes the P tile written above
+          if (c == 0) load_p(p_frag, p_smem, wm, lane);
+          pv_slice(o_acc[c], p_frag, stage_addr(b, slot), wn, lane);
         }
-        const uint32_t v_smem = stage_addr(b, slot);
+      } else {
+        const bool first = j == first_tile;
+        const bool last = j_next >= b.n_end;
+        float inv[2] = {0.f, 0.f};
+        if (last) {
+          total_row_sum(row_sum, red, wm, wn, g, t4);  // row_sum is final from here on
+          inv[0] = inv_sum(row_sum[0]), inv[1] = inv_sum(row_sum[1]);
+        }
+#pragma unroll 1
+        for (int c = 0; c < kChunksV; ++c, slot = next_slot(b, slot)) {
+          float prev[kNTilesO][4];
+          if (!first) {
 #pragma unroll
-        for (int ks = 0; ks < Traits::kKStepsPV; ++ks) {
+            for (int n = 0; n < kNTilesO; ++n) {
+              const float4 x = *ws_frag(p, c, n, tid);
+              prev[n][0] = x.x * alpha[0], prev[n][1] = x.y * alpha[0];
+              prev[n][2] = x.z * alpha[1], prev[n][3] = x.w * alpha[1];
+            }
+          }
+          acquire(p, w, b, pr, tid);
+          if (c == 0) load_p(p_frag, p_smem, wm, lane);
+          OFrag acc[kNTilesO];
 #pragma unroll
-          for (int np = 0; np < kNTilesO / 2; ++np) {
-            // Transposed matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15).
-            uint32_t bv[4];
-            const int vrow = ks * 16 + ((lane / 8) % 2) * 8 + lane % 8;
-            const int vunit = (wn * Traits::kWarpColsO + np * 16) / 8 + lane / 16;
-            ptx::ldmatrix_m8n8_x4_trans(bv, v_smem + VTile::unit_offset(vrow, vunit));
-            const uint32_t b0[2] = {bv[0], bv[1]};
-            const uint32_t b1[2] = {bv[2], bv[3]};
-            Num::mma_f32acc(o_acc[c][2 * np], p_frag[ks], b0);
-            Num::mma_f32acc(o_acc[c][2 * np + 1], p_frag[ks], b1);
+          for (int n = 0; n < kNTilesO; ++n) {
+            if constexpr (!Traits::kPVHalf) {  // fp32: accumulate onto the rescaled workspace values
+#pragma unroll
+              for (int e = 0; e < 4; ++e) acc[n].v[e] = first ? 0.f : prev[n][e];
+            } else {
+              acc[n].zero();
+            }
+          }
+          pv_slice(acc, p_frag, stage_addr(b, slot), wn, lane);
+          float o[kNTilesO][4];
+#pragma unroll
+          for (int n = 0; n < kNTilesO; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              o[n][e] = acc[n].get(e);
+              if (Traits::kPVHalf && !first) o[n][e] += prev[n][e];  // this tile's fp16 sum onto fp32
+            }
+          if (last) {
+#pragma unroll
+            for (int n = 0; n < kNTilesO; ++n)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) o[n][e] *= inv[e / 2];
+            store_o(p, w, b, c * kChunkD, o, wm, wn, g, t4);
+          } else {
+#pragma unroll
+            for (int n = 0; n < kNTilesO; ++n) *ws_frag(p, c, n, tid) = make_float4(o[n][0], o[n][1], o[n][2], o[n][3]);
           }
         }
       }
     }
     ptx::cp_async_wait_group<0>();
 
-    // ---- epilogue: total row sums, O / l, LSE ----
+    // ---- epilogue: O / l (L1, L2), LSE ----
+    if constexpr (kLevel != Level::kL3) {
+      total_row_sum(row_sum, red, wm, wn, g, t4);
+      const float inv[2] = {inv_sum(row_sum[0]), inv_sum(row_sum[1])};
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-    }
-    if constexpr (kWarpsN > 1) {
-      __syncthreads();  // last tile's row-max readers are done with `red`
-      if (t4 == 0) {
-        red[wn * kBlockM + wm * 16 + g] = row_sum[0];
-        red[wn * kBlockM + wm * 16 + g + 8] = row_sum[1];
+      for (int c = 0; c < kChunksV; ++c) {
+        if (kLevel == Level::kL2 && c >= b.nv) break;
+        float o[kNTilesO][4];
+#pragma unroll
+        for (int n = 0; n < kNTilesO; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o[n][e] = o_acc[c][n].get(e) * inv[e / 2];
+        store_o(p, w, b, v_col0 + c * kChunkD, o, wm, wn, g, t4);
       }
-      __syncthreads();
-      row_sum[0] = row_sum[1] = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarpsN; ++w) {
-        row_sum[0] += red[w * kBlockM + wm * 16 + g];
-        row_sum[1] += red[w * kBlockM + wm * 16 + g + 8];
-      }
+    } else if (first_tile >= b.n_end) {
+      // No visible key in the whole block (causal bottom-right with L > S, or all masked): O = 0.
+      float o[kNTilesO][4] = {};
+#pragma unroll 1
+      for (int c = 0; c < kChunksV; ++c) store_o(p, w, b, c * kChunkD, o, wm, wn, g, t4);
     }
-
-    Element* o_base = static_cast<Element*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
+    if (p.lse != nullptr && w.group == 0 && wn == 0 && t4 == 0) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = b.m0 + wm * 16 + g + r * 8;
-      if (row >= p.len_q) continue;
-      const float inv = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
-      Element* o_row = o_base + static_cast<int64_t>(row) * p.o_row_stride;
-#pragma unroll
-      for (int c = 0; c < kChunksV; ++c)
-#pragma unroll
-        for (int n = 0; n < kNTilesO; ++n) {
-          const int col = c * kChunkD + wn * Traits::kWarpColsO + n * 8 + 2 * t4;
-          *reinterpret_cast<uint32_t*>(o_row + col) =
-              Num::pack2(o_acc[c][n][2 * r] * inv, o_acc[c][n][2 * r + 1] * inv);
-        }
-      if (p.lse != nullptr && wn == 0 && t4 == 0) {
+      for (int r = 0; r < 2; ++r) {
+        const int row = b.m0 + wm * 16 + g + r * 8;
+        if (row >= p.len_q) continue;
         constexpr float kLn2 = 0.6931471805599453f;
-        const float lse = row_sum[r] > 0.f ? (m_use_final(row_max[r]) + __log2f(row_sum[r])) * kLn2
-                                           : -CUDART_INF_F;
-        p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] = lse;
+        const float m = row_max[r] == -CUDART_INF_F ? 0.f : row_max[r];
+        const float lse = row_sum[r] > 0.f ? (m + __log2f(row_sum[r])) * kLn2 : -CUDART_INF_F;
+        p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = lse;
       }
     }
   }
 
-  static __device__ __forceinline__ float m_use_final(float m) { return m == -CUDART_INF_F ? 0.f : m; }
+  // The P tile's A fragments for all k-steps of P@V (loaded once per KV tile).
+  static __device__ __forceinline__ void load_p(uint32_t (&p_frag)[Traits::kKStepsPV][4], uint32_t p_smem, int wm,
+                                                int lane) {
+#pragma unroll
+    for (int ks = 0; ks < Traits::kKStepsPV; ++ks)
+      ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::unit_offset(wm * 16 + lane % 16, ks * 2 + lane / 16));
+  }
+
+  // acc += P @ V[:, slice]: this warp's kNTilesO n8 tiles of one kChunkD slice.
+  static __device__ __forceinline__ void pv_slice(OFrag (&acc)[kNTilesO], const uint32_t (&p_frag)[Traits::kKStepsPV][4],
+                                                  uint32_t v_smem, int wn, int lane) {
+#pragma unroll
+    for (int ks = 0; ks < Traits::kKStepsPV; ++ks) {
+#pragma unroll
+      for (int np = 0; np < kNTilesO / 2; ++np) {
+        // Transposed matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15).
+        uint32_t bv[4];
+        const int vrow = ks * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+        const int vunit = (wn * Traits::kWarpColsO + np * 16) / 8 + lane / 16;
+        ptx::ldmatrix_m8n8_x4_trans(bv, v_smem + VTile::unit_offset(vrow, vunit));
+        const uint32_t b0[2] = {bv[0], bv[1]};
+        const uint32_t b1[2] = {bv[2], bv[3]};
+        acc[2 * np].mma(p_frag[ks], b0);
+        acc[2 * np + 1].mma(p_frag[ks], b1);
+      }
+    }
+  }
 };
 
+// L1 and L2: one block per (query block [x L2 group], head, batch), heaviest (causal) blocks
+// first: the last query rows see the most keys. L3: a persistent grid, one workspace slot per
+// block, walking the same order with a grid stride.
 template <typename Traits>
-__global__ void __launch_bounds__(Traits::kThreads, 1) ffpa_fwd_kernel(const __grid_constant__ FwdParams p) {
+__global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm) ffpa_fwd_kernel(const __grid_constant__ FwdParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) char smem[];
-  FfpaFwd<Traits>::run(p, smem);
+  using Fwd = FfpaFwd<Traits>;
+  if constexpr (Traits::kLevel == Level::kL3) {
+    const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
+    const int64_t per_m = static_cast<int64_t>(p.heads_q) * p.batch;
+    const int64_t total = m_blocks * per_m;
+    for (int64_t item = blockIdx.x; item < total; item += gridDim.x) {
+      const int64_t rest = item % per_m;
+      const typename Fwd::Work w{m_blocks - 1 - static_cast<int>(item / per_m), static_cast<int>(rest % p.heads_q),
+                                 static_cast<int>(rest / p.heads_q), 0};
+      Fwd::run(p, smem, w);
+      __syncthreads();  // the next item refills the ring and `red`
+    }
+  } else {
+    const int m_blocks = gridDim.x / Traits::kGroups;
+    const typename Fwd::Work w{m_blocks - 1 - static_cast<int>(blockIdx.x) / Traits::kGroups,
+                               static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z),
+                               static_cast<int>(blockIdx.x) % Traits::kGroups};
+    Fwd::run(p, smem, w);
+  }
 #endif
 }
 
