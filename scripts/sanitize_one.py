@@ -1,6 +1,7 @@
 """One small launch per kernel family for compute-sanitizer (memcheck / racecheck): tails in both
 L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-sparse with a fully
-masked row and a broadcast padding mask), every pipeline depth for FFPA L1."""
+masked row and a broadcast padding mask), every pipeline depth for each FFPA level (L1, L2, L3;
+L3 with a persistent grid that walks several items per block), fp16 accumulation where built."""
 import torch
 
 import ffpa_attn
@@ -35,16 +36,22 @@ def run(q, k, v, **kw):
     assert torch.isfinite(out).all()
 
 
-l1 = info["head_dims"].get("ffpa_l1", [])
-for d in sorted({l1[0], l1[-1]} if l1 else set()):
-    q, k, v = qkv(d, d)
-    for causal in (False, True):
-        for stages in (1, 2, 3, 4):
-            run(q, k, v, is_causal=causal, level=1, num_stages=stages)
-    run(q, k, v, is_causal=True, causal_align="bottom_right", level=1)
-    run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right", level=1)
-    for mask in masks():
-        run(q, k, v, attn_mask=mask, level=1)
+for level in (1, 2, 3):
+    dims = info["head_dims"].get(f"ffpa_l{level}", [])
+    dims = [d for d in dims if d <= 1024]
+    for d in sorted({dims[0], dims[-1]} if dims else set()):
+        q, k, v = qkv(d, d)
+        for causal in (False, True):
+            for stages in (1, 2, 3, 4):
+                run(q, k, v, is_causal=causal, level=level, num_stages=stages)
+        run(q, k, v, is_causal=True, causal_align="bottom_right", level=level)
+        run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right", level=level)
+        for mask in masks():
+            run(q, k, v, attn_mask=mask, level=level)
+        if "fp16" in info.get("accs", {}).get(f"ffpa_l{level}", {}).get("float16", []):
+            h = [t.half() for t in (q, k, v)]
+            run(*h, is_causal=True, level=level, acc="fp16")
+            run(*h, level=level, acc="mixed")
 
 fa2 = info["head_dims"].get("fa2", [])
 for d in [d for d in (64, 128) if d in fa2]:

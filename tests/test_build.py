@@ -17,7 +17,8 @@ pytestmark = pytest.mark.skipif(
     not ffpa_attn.extension_available(),
     reason=f"ffpa_attn._C is not available ({ffpa_attn.build_info()['import_error']})",
 )
-FAMILIES = ("fa2", "ffpa_l1")
+FAMILIES = ("fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3")
+FFPA = ("ffpa_l1", "ffpa_l2", "ffpa_l3")
 
 
 def _pairs(family):
@@ -34,7 +35,13 @@ def test_build_info_lists_what_was_compiled():
         # every compiled pair's E is a listed head dim, and each head dim has its (d, d) pair
         assert {e for e, _ in _pairs(family)} == set(dims), (family, _pairs(family), dims)
     assert all(d <= 256 for d in info["head_dims"].get("fa2", []))
-    assert all(d > 256 for d in info["head_dims"].get("ffpa_l1", []))
+    assert all(d > 256 for f in FFPA for d in info["head_dims"].get(f, []))
+    # accumulation modes: fp32 for every family and dtype built; fp16/mixed only for fp16 FFPA
+    for family in info["families"]:
+        for dt, accs in info["accs"][family].items():
+            assert "fp32" in accs and set(accs) <= {"fp32", "fp16", "mixed"}
+            if dt != "float16" or family == "fa2":
+                assert accs == ["fp32"], (family, dt, accs)
     assert set(info["dtypes"]) <= {"float16", "bfloat16"} and info["dtypes"]
     assert info["archs"] and info["cuda_version"]
     # The manifest names the PTX it embeds (the lowest arch), which routing trusts for newer GPUs.
@@ -45,20 +52,23 @@ def test_build_info_lists_what_was_compiled():
         assert built == {int(x) for x in want.replace(";", ",").split(",") if x.strip()}
 
 
-def test_shared_memory_does_not_grow_with_head_dim():
-    """L1 keeps shared memory O(1) in D: a block's bytes are a function of its tile and pipeline
-    depth only. Every tile of the table has a D-free footprint, so the whole table is bounded by
-    one constant however wide the head (the widest head dims use no more than the narrowest
-    tile family's maximum)."""
+@pytest.mark.parametrize("family", FFPA)
+def test_shared_memory_does_not_grow_with_head_dim(family):
+    """Every FFPA level keeps shared memory O(1) in D: a block's bytes are a function of its tile
+    and pipeline depth only. Every tile of the tables has a D-free footprint, so each level is
+    bounded by one constant however wide the head; L2 and L3 use a single tile, so their bytes
+    are the same at every head dim (D = 320 and 1024 included)."""
     import ffpa_attn._C as C
 
     info = ffpa_attn.build_info()
     dt = info["dtypes"][0]
-    dims = info["head_dims"].get("ffpa_l1", [])
+    dims = info["head_dims"].get(family, [])
     if not dims:
-        pytest.skip("no FFPA L1 kernel in this build")
+        pytest.skip(f"no {family} kernel in this build")
     for stages in (1, 2, 3, 4):
-        cfgs = {d: C.kernel_info(dt, "ffpa_l1", d, d, stages) for d in dims}
+        cfgs = {d: C.kernel_info(dt, family, d, d, stages) for d in dims}
+        if family != "ffpa_l1":
+            assert len({c["smem_bytes"] for c in cfgs.values()}) == 1, cfgs
         # Same tile shape -> exactly the same bytes whatever D is.
         by_tile = {}
         for d, c in cfgs.items():
@@ -70,15 +80,18 @@ def test_shared_memory_does_not_grow_with_head_dim():
         assert all(c["smem_bytes"] <= bound for c in cfgs.values()), (bound, cfgs)
 
 
-def test_shared_memory_formula_is_head_dim_free():
+@pytest.mark.parametrize("family", FFPA)
+def test_shared_memory_formula_is_head_dim_free(family):
     """The footprint is stages x (Q slice + K slice) + P tile + row exchange: no D anywhere."""
     import ffpa_attn._C as C
 
     info = ffpa_attn.build_info()
     dt = info["dtypes"][0]
-    for d in info["head_dims"].get("ffpa_l1", []):
-        c = C.kernel_info(dt, "ffpa_l1", d, d, 2)
-        assert c["family"] == "ffpa_l1" and c["level"] == 1
+    level = int(family[-1])
+    for d in info["head_dims"].get(family, []):
+        c = C.kernel_info(dt, family, d, d, 2)
+        assert c["family"] == family and c["level"] == level
+        assert c["group_d"] == (256 if level == 2 else d)
         per_stage = (c["block_m"] + c["block_n"]) * c["chunk_d"] * 2
         expected = 2 * per_stage + c["block_m"] * c["block_n"] * 2 + c["warps_n"] * c["block_m"] * 4
         assert c["smem_bytes"] == expected, (d, c)
@@ -117,6 +130,11 @@ def test_kernel_info_rejects_unknown_configs():
         C.kernel_info(dt, family, 328, 328, 2)
     with pytest.raises(ValueError):
         C.kernel_info(dt, family, e, ev, 7)
+    with pytest.raises(ValueError, match="acc"):
+        C.kernel_info(dt, family, e, ev, 0, False, "fp8")
+    if "bfloat16" in info["dtypes"] and family != "fa2":
+        with pytest.raises(ValueError, match="not compiled"):
+            C.kernel_info("bfloat16", family, e, ev, 0, False, "fp16")
     other = [f for f in FAMILIES if f != family]
     if other and (e, ev) not in _pairs(other[0]):  # a pair of one family is not a kernel of the other
         with pytest.raises(ValueError, match="not compiled"):

@@ -43,12 +43,13 @@ struct Tile {
 // Per head dim, the fastest spill-free tile measured by tools/tune_l1.cu on an H200
 // (2026-11-21, bf16, B=1 H=32 N=8192; numbers in docs/tuning_l1.md, runs 2 and 3). Larger Bc and chunk_d
 // mean more MMAs per barrier, which is what this kernel's speed follows. Session 3 (levels and
-// accumulation modes) moved 512, 896 and 1024 to the nearest tile that is spill-free again on
-// sm_90a with ptxas 13.0 (512: 2x4 Bc128 c128; 896 and 1024: 2x4 Bc128 c64, ~12% slower than the
+// accumulation modes) moved 384, 512, 896 and 1024 to the nearest tile that is spill-free again on
+// sm_90a with ptxas 13.0 (384 and 512: 2x4 Bc128 c128; 896 and 1024: 2x4 Bc128 c64, ~12% slower than the
 // 16-byte-spilling 2x4 Bc64 c256 at 1024 in run 3).
 template <int kHeadDimV>
 using L1TileForDv = std::conditional_t<
-    (kHeadDimV == 320 || kHeadDimV == 384), Tile<4, 2, 128, 64>,
+    (kHeadDimV == 320), Tile<4, 2, 128, 64>,
+    std::conditional_t<(kHeadDimV == 384), Tile<2, 4, 128, 128>,
     std::conditional_t<
         (kHeadDimV == 512), Tile<2, 4, 128, 128>,
         std::conditional_t<
@@ -58,7 +59,7 @@ using L1TileForDv = std::conditional_t<
                 std::conditional_t<
                     (kHeadDimV == 640), Tile<2, 4, 128, 128>,
                     std::conditional_t<(kHeadDimV == 768 || kHeadDimV == 960), Tile<2, 4, 64, 192>,
-                                       Tile<2, 4, 128, 64>>>>>>>;
+                                       Tile<2, 4, 128, 64>>>>>>>>;
 
 // E != Ev (e.g. 576/512): the Dv entry when its slice width also divides E, else 64-wide slices.
 template <int kHeadDim, int kHeadDimV>
@@ -87,6 +88,11 @@ struct FfpaTraits {
   static constexpr AccMode kAcc = kAcc_;
   static constexpr bool kQKHalf = kAcc == AccMode::kF16;   // Q@K^T accumulates in fp16
   static constexpr bool kPVHalf = kAcc != AccMode::kF32;   // P@V accumulates in fp16
+  // Blocks per SM the registers are capped for: L3 holds no O accumulator, so two blocks fit
+  // (its persistent grid then has twice the warps to hide the workspace traffic); with fp16
+  // Q@K^T accumulation ptxas 13.0 spills 32 bytes under that 128-register cap, so that mode
+  // keeps one block per SM.
+  static constexpr int kMinBlocksPerSm = kLevel == Level::kL3 && !kQKHalf ? 2 : 1;
 
   static constexpr int kWarpsM = Cfg::warps_m;
   static constexpr int kWarpsN = Cfg::warps_n;
@@ -95,9 +101,6 @@ struct FfpaTraits {
   static constexpr int kBlockN = Cfg::block_n;
   static constexpr int kChunkD = Cfg::chunk_d;
   static constexpr bool kQResident = Cfg::q_resident;
-  // Blocks per SM the registers are capped for: L3 holds no O accumulator, so two blocks fit
-  // (its persistent grid then has twice the warps to hide the workspace traffic).
-  static constexpr int kMinBlocksPerSm = kLevel == Level::kL3 ? 2 : 1;
 
   static constexpr int kChunksQK = kHeadDim / kChunkD;    // pipeline steps of Q@K^T per KV tile
   // Dv columns one block produces: all of Dv, or one group for L2 (kGroups blocks per row block).

@@ -444,15 +444,19 @@ struct FfpaFwd {
         }
 #pragma unroll 1
         for (int c = 0; c < kChunksV; ++c, slot = next_slot(b, slot)) {
+          // This thread's previous O elements, rescaled. fp32: loaded before the barrier (their
+          // latency hides behind it) and accumulated onto by the MMAs. fp16: loaded after the
+          // MMAs, which accumulate this tile alone in fp16 (holding both would spill).
           float prev[kNTilesO][4];
-          if (!first) {
+          auto load_prev = [&] {
 #pragma unroll
             for (int n = 0; n < kNTilesO; ++n) {
               const float4 x = *ws_frag(p, c, n, tid);
               prev[n][0] = x.x * alpha[0], prev[n][1] = x.y * alpha[0];
               prev[n][2] = x.z * alpha[1], prev[n][3] = x.w * alpha[1];
             }
-          }
+          };
+          if (!Traits::kPVHalf && !first) load_prev();
           acquire(p, w, b, pr, tid);
           if (c == 0) load_p(p_frag, p_smem, wm, lane);
           OFrag acc[kNTilesO];
@@ -466,6 +470,7 @@ struct FfpaFwd {
             }
           }
           pv_slice(acc, p_frag, stage_addr(b, slot), wn, lane);
+          if (Traits::kPVHalf && !first) load_prev();
           float o[kNTilesO][4];
 #pragma unroll
           for (int n = 0; n < kNTilesO; ++n)
