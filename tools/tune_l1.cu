@@ -1,9 +1,11 @@
 // Stand-alone tile/pipeline sweep of the FFPA forward kernel family (no torch): builds several
-// Tile variants of one head dim, checks each against the first variant's output on random
-// inputs, and prints TFLOPS from CUDA-event medians. For choosing the tile table, not for users.
+// Tile variants of one head dim and level, checks each against the first variant's output on
+// random inputs, and prints TFLOPS from CUDA-event medians. For choosing the tile tables, not
+// for users. L3 variants get the persistent grid and workspace the launcher would give them.
 //
-//   nvcc -std=c++17 -O3 -Icsrc -Icsrc/include -gencode=arch=compute_90a,code=sm_90a \
-//        -o /tmp/tune_l1 tools/tune_l1.cu && /tmp/tune_l1 [N] [H]
+//   nvcc -std=c++17 -O3 --expt-relaxed-constexpr -Icsrc -Icsrc/include \
+//        -gencode=arch=compute_90a,code=sm_90a -o build_tune/tune_l1 tools/tune_l1.cu
+//   build_tune/tune_l1 [N] [H]
 #include "tune_common.cuh"
 #include "ffpa/ffpa_traits.h"
 #include "ffpa/kernels/ffpa_fwd_sm80.cuh"
@@ -14,14 +16,24 @@ struct Problem {
   Elem *q, *k, *v;
 };
 
-template <int D, typename Cfg>
+template <int D, typename Cfg, ffpa::Level kLevel = ffpa::Level::kL1>
 void variant(const char* name, const Problem& pr, int stages, Elem* out, Elem* ref, bool is_ref) {
-  using Traits = ffpa::FfpaTraits<Elem, D, D, ffpa::Level::kL1, Cfg>;
+  using Traits = ffpa::FfpaTraits<Elem, D, D, kLevel, Cfg>;
   auto kernel = ffpa::attn::ffpa_fwd_kernel<Traits>;
   const int smem = Traits::smem_bytes(stages);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const ffpa::FwdParams p = dense_params(pr.q, pr.k, pr.v, out, pr.B, pr.H, pr.N, D, pr.causal, stages);
-  const dim3 grid((pr.N + Traits::kBlockM - 1) / Traits::kBlockM, pr.H, pr.B);
+  ffpa::FwdParams p = dense_params(pr.q, pr.k, pr.v, out, pr.B, pr.H, pr.N, D, pr.causal, stages);
+  dim3 grid((pr.N + Traits::kBlockM - 1) / Traits::kBlockM * Traits::kGroups, pr.H, pr.B);
+  float* ws = nullptr;
+  if constexpr (kLevel == ffpa::Level::kL3) {
+    int per_sm = 0, sms = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Traits::kThreads, smem));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const int items = grid.x * grid.y * grid.z;
+    grid = dim3(per_sm * sms < items ? per_sm * sms : items, 1, 1);
+    CK(cudaMalloc(&ws, (size_t)grid.x * Traits::kBlockM * D * 4));
+    p.o_accum = ws, p.o_accum_slots = grid.x;
+  }
   cudaFuncAttributes attr;
   CK(cudaFuncGetAttributes(&attr, kernel));
   kernel<<<grid, Traits::kThreads, smem>>>(p);
@@ -31,9 +43,10 @@ void variant(const char* name, const Problem& pr, int stages, Elem* out, Elem* r
   const double t = median_ms([&] { kernel<<<grid, Traits::kThreads, smem>>>(p); }, 2, 10);
   double flops = 4.0 * pr.B * pr.H * (double)pr.N * pr.N * D;
   if (pr.causal) flops = flops * (pr.N + 1) / (2.0 * pr.N);
-  std::printf("D=%4d %-34s stages=%d Br=%3d Bc=%3d thr=%3d regs=%3d local=%3d smem=%6d  %7.3f ms  %6.1f TFLOPS  maxdiff=%.2e\n",
-              D, name, stages, Traits::kBlockM, Traits::kBlockN, Traits::kThreads, attr.numRegs,
-              (int)attr.localSizeBytes, smem, t, flops / t / 1e9, diff);
+  std::printf("D=%4d L%d %-30s stages=%d Br=%3d Bc=%3d thr=%3d regs=%3d local=%3d smem=%6d grid=%5d  %7.3f ms  %6.1f TFLOPS  maxdiff=%.2e\n",
+              D, static_cast<int>(kLevel), name, stages, Traits::kBlockM, Traits::kBlockN, Traits::kThreads,
+              attr.numRegs, (int)attr.localSizeBytes, smem, grid.x, t, flops / t / 1e9, diff);
+  if (ws) CK(cudaFree(ws));
 }
 
 template <int D>
@@ -50,21 +63,22 @@ void sweep(int N, int H, bool causal) {
   fill_random<<<1024, 256>>>(pr.k, n, 2u);
   fill_random<<<1024, 256>>>(pr.v, n, 3u);
   using namespace ffpa;
-  // Run 3: wider head-dim slices (chunk 192/256) for the head dims whose spill-free tile is still
-  // the 2x4 Bc128 c64 one; the first variant of each D is the current table entry.
-  if constexpr (D == 448) {
-    variant<D, Tile<4, 2, 64, 64>>("table 4x2 Bc64 c64", pr, 3, ref, ref, true);
-    variant<D, Tile<4, 2, 128, 64>>("4x2 Bc128 c64 (spills)", pr, 3, out, ref, false);
-    variant<D, Tile<2, 4, 128, 64>>("2x4 Bc128 c64", pr, 3, out, ref, false);
-  } else if constexpr (D % 192 == 0) {
-    variant<D, Tile<2, 4, 128, 64>>("table 2x4 Bc128 c64", pr, 3, ref, ref, true);
-    variant<D, Tile<2, 4, 64, 192>>("2x4 Bc64 c192", pr, 2, out, ref, false);
-    variant<D, Tile<2, 4, 64, 192>>("2x4 Bc64 c192", pr, 3, out, ref, false);
-    variant<D, Tile<2, 4, 128, 192>>("2x4 Bc128 c192", pr, 2, out, ref, false);
+  // Run 4 (session 3): the L3 tile (O through the workspace, staged with V by cp.async) and L2.
+  // The first variant of each D is L1's table entry: the reference output and speed.
+  if constexpr (D <= 1024) {
+    variant<D, L1Tile<D, D>>("L1 table", pr, 2, ref, ref, true);
+    variant<D, Tile<4, 2, 64, 64>, Level::kL3>("L3 4x2 Bc64 c64 2blk", pr, 2, out, ref, false);
   } else {
-    variant<D, Tile<2, 4, 128, 64>>("table 2x4 Bc128 c64", pr, 3, ref, ref, true);
-    variant<D, Tile<2, 4, 64, 256>>("2x4 Bc64 c256", pr, 2, out, ref, false);
-    variant<D, Tile<2, 4, 128, 128>>("2x4 Bc128 c128 (spills)", pr, 2, out, ref, false);
+    variant<D, Tile<4, 2, 64, 64>, Level::kL3>("L3 4x2 Bc64 c64 2blk", pr, 2, ref, ref, true);
+  }
+  variant<D, Tile<4, 2, 64, 64>, Level::kL3>("L3 4x2 Bc64 c64 2blk", pr, 3, out, ref, false);
+  variant<D, Tile<4, 2, 128, 64, false, 0, 1>, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 2, out, ref, false);
+  variant<D, Tile<4, 2, 128, 64, false, 0, 1>, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 3, out, ref, false);
+  variant<D, Tile<4, 4, 128, 64, false, 0, 1>, Level::kL3>("L3 4x4 Bc128 c64 1blk", pr, 2, out, ref, false);
+  variant<D, Tile<2, 4, 128, 64, false, 0, 2>, Level::kL3>("L3 2x4 Bc128 c64 2blk", pr, 2, out, ref, false);
+  if constexpr (D <= 1024) {
+    variant<D, Tile<4, 2, 128, 64, false, 256>, Level::kL2>("L2 4x2 Bc128 c64 g256", pr, 2, out, ref, false);
+    variant<D, Tile<2, 4, 128, 64, false, 512>, Level::kL2>("L2 2x4 Bc128 c64 g512", pr, 2, out, ref, false);
   }
   CK(cudaFree(pr.q));
   CK(cudaFree(pr.k));
@@ -76,10 +90,8 @@ void sweep(int N, int H, bool causal) {
 int main(int argc, char** argv) {
   const int N = argc > 1 ? std::atoi(argv[1]) : 8192;
   const int H = argc > 2 ? std::atoi(argv[2]) : 32;
-  sweep<448>(N, H, false);
-  sweep<576>(N, H, false);
-  sweep<768>(N, H, false);
-  sweep<960>(N, H, false);
+  sweep<512>(N, H, false);
   sweep<1024>(N, H, false);
+  sweep<2048>(N / 2, H / 2, false);
   return 0;
 }

@@ -176,9 +176,9 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: mask block-map launch failed: ", cudaGetErrorString(err));
   }
   at::Tensor workspace;  // FFPA L3's O accumulator (one slot per resident block)
-  if (kernel->workspace != nullptr) {
-    const int64_t bytes = kernel->workspace(p);
-    TORCH_CHECK(bytes > 0, "ffpa_fwd: no launch configuration for the L3 workspace");
+  const int64_t bytes = kernel->workspace != nullptr ? kernel->workspace(p) : 0;
+  TORCH_CHECK(bytes >= 0, "ffpa_fwd: no launch configuration for the L3 workspace");
+  if (bytes > 0) {
     const int64_t slot = static_cast<int64_t>(info.block_m) * Dv * static_cast<int64_t>(sizeof(float));
     workspace = at::empty({bytes / static_cast<int64_t>(sizeof(float))}, opts.dtype(at::kFloat));
     p.o_accum = workspace.data_ptr<float>();

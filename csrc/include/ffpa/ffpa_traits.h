@@ -28,7 +28,8 @@ enum class AccMode : int { kF32 = 0, kF16 = 1, kMixed = 2 };
 // q_resident keeps the block's whole Q tile in shared memory, loaded once, instead of streaming
 // it with every K slice: a third less L2 traffic per KV tile, at the price of Br x D x 2 bytes of
 // shared memory (so no longer O(1) in D; a tuning variant, not the L1 default).
-template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_, bool kQResident_ = false, int kGroupD_ = 0>
+template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_, bool kQResident_ = false, int kGroupD_ = 0,
+          int kMinBlocks_ = 0>
 struct Tile {
   static constexpr int warps_m = kWarpsM_;
   static constexpr int warps_n = kWarpsN_;
@@ -36,6 +37,7 @@ struct Tile {
   static constexpr int chunk_d = kChunkD_;
   static constexpr bool q_resident = kQResident_;
   static constexpr int group_d = kGroupD_;
+  static constexpr int min_blocks = kMinBlocks_;  // register cap for this many blocks/SM (0: level default)
 };
 
 // The tile table for L1 (O accumulator in registers: per-thread O registers are
@@ -90,9 +92,10 @@ struct FfpaTraits {
   static constexpr bool kPVHalf = kAcc != AccMode::kF32;   // P@V accumulates in fp16
   // Blocks per SM the registers are capped for: L3 holds no O accumulator, so two blocks fit
   // (its persistent grid then has twice the warps to hide the workspace traffic); with fp16
-  // Q@K^T accumulation ptxas 13.0 spills 32 bytes under that 128-register cap, so that mode
-  // keeps one block per SM.
-  static constexpr int kMinBlocksPerSm = kLevel == Level::kL3 && !kQKHalf ? 2 : 1;
+  // accumulation (kF16 or kMixed) ptxas 13.0 spills 32-56 bytes under that 128-register cap, so
+  // those modes keep one block per SM. A tile may override it (min_blocks).
+  static constexpr int kMinBlocksPerSm =
+      Cfg::min_blocks > 0 ? Cfg::min_blocks : (kLevel == Level::kL3 && !kPVHalf ? 2 : 1);
 
   static constexpr int kWarpsM = Cfg::warps_m;
   static constexpr int kWarpsN = Cfg::warps_n;
@@ -115,13 +118,17 @@ struct FfpaTraits {
   static constexpr int kKStepsPV = kBlockN / 16;          // MMA k-steps per P@V chunk
 
   // Shared memory: [resident Q, if kQResident] then a ring of kStages buffers, each holding a
-  // (Q, K) slice pair (K alone when Q is resident) or a V slice, then the P tile and the
+  // (Q, K) slice pair (K alone when Q is resident) or a V slice (+ O slice for L3), then the P tile and the
   // cross-warp row-statistics exchange. Without kQResident none of it depends on D.
   static constexpr int kQSliceBytes = kBlockM * kChunkD * 2;
   static constexpr int kKSliceBytes = kBlockN * kChunkD * 2;
   static constexpr int kVSliceBytes = kBlockN * kChunkD * 2;
+  // L3: a V item also brings the block's fp32 O slice from the workspace (cp.async, as far
+  // ahead as the pipeline runs), so its latency hides like the V slice's.
+  static constexpr int kOSliceBytes = kLevel == Level::kL3 ? kBlockM * kChunkD * 4 : 0;
   static constexpr int kQKItemBytes = (kQResident ? 0 : kQSliceBytes) + kKSliceBytes;
-  static constexpr int kStageBytes = kQKItemBytes > kVSliceBytes ? kQKItemBytes : kVSliceBytes;
+  static constexpr int kVItemBytes = kVSliceBytes + kOSliceBytes;
+  static constexpr int kStageBytes = kQKItemBytes > kVItemBytes ? kQKItemBytes : kVItemBytes;
   static constexpr int kQResidentBytes = kQResident ? kChunksQK * kQSliceBytes : 0;
   static constexpr int kPBytes = kBlockM * kBlockN * 2;
   static constexpr int kRedBytes = kWarpsN * kBlockM * 4;

@@ -31,10 +31,12 @@ namespace ffpa::attn {
 //       see the same softmax statistics). Registers do not grow with D; Q@K^T work does
 //       (kGroups times), which is the price of O(1) registers.
 //   L3  a global fp32 workspace slot per resident block (persistent grid): per KV tile and Dv
-//       slice, each thread loads its own fragment elements (no cross-thread traffic, so no
-//       barrier), rescales by the new row max, adds P@V_slice and stores them back. The first
-//       visible tile starts from 0 without a load; the last one divides by the row sums and
-//       writes the output directly, so a sequence of one KV tile never touches the workspace.
+//       slice, each thread's own fragment elements of O come in with the V slice's pipeline
+//       item (cp.async into the stage, issued num_stages - 1 items ahead, each thread copying
+//       only its own 16-byte runs, so no cross-thread dependency), are rescaled by the new row
+//       max, get P@V_slice added and go back with plain stores. The first visible tile starts
+//       from 0 without a load; the last one divides by the row sums and writes the output
+//       directly, so a sequence of one KV tile never touches the workspace.
 //
 // Block of kWarpsM x kWarpsN warps (here drawn for 4 x 2, BlockM = 64, BlockN = 64):
 //
@@ -90,6 +92,7 @@ struct FfpaFwd {
     int rows_q;        // valid query rows in this block (<= kBlockM)
     int n_end;         // key tiles [0, n_end) can hold visible keys (causal cut)
     int nv;            // V items per tile (kChunksV except in a narrower last L2 group)
+    int first_tile;    // first visible KV tile (L3: its O slices start at 0, nothing to load)
     int num_stages;
     uint32_t smem_base;  // shared address of stage 0
     uint32_t q_smem;     // shared address of the resident Q tile (kQResident)
@@ -167,6 +170,13 @@ struct FfpaFwd {
     } else {
       load_slice<VTile, kBlockN>(dst, b.v + n0 * p.v_row_stride, p.v_row_stride, p.len_kv - n0,
                                  c - kChunksQK, tid);
+      if constexpr (kLevel == Level::kL3) {
+        if (pr.tile != b.first_tile) {
+#pragma unroll
+          for (int n = 0; n < kNTilesO; ++n)
+            ptx::cp_async_cg_16(o_stage_addr(dst, n, tid), ws_frag(p, c - kChunksQK, n, tid), true);
+        }
+      }
     }
     pr.slot = next_slot(b, pr.slot);
     if (++pr.c == kChunksQK + v_items(b)) {
@@ -244,6 +254,10 @@ struct FfpaFwd {
     float* slot = p.o_accum + static_cast<int64_t>(blockIdx.x) * (kBlockM * Traits::kHeadDimV);
     return reinterpret_cast<float4*>(slot) + (c * kNTilesO + n) * kThreads + tid;
   }
+  // Where a V item's stage keeps that float4 (same fragment-major order: conflict-free).
+  static __device__ __forceinline__ uint32_t o_stage_addr(uint32_t stage, int n, int tid) {
+    return stage + Traits::kVSliceBytes + static_cast<uint32_t>((n * kThreads + tid) * 16);
+  }
 
   // ---- the block ---------------------------------------------------------------------------
   static __device__ __forceinline__ void run(const FwdParams& p, char* smem, const Work& w) {
@@ -268,6 +282,7 @@ struct FfpaFwd {
     const int kv_end = p.is_causal ? max(0, min(p.len_kv, b.m0 + b.rows_q + p.causal_offset)) : p.len_kv;
     b.n_end = (kv_end + kBlockN - 1) / kBlockN;
     b.nv = min(kChunksV, (Traits::kHeadDimV - v_col0) / kChunkD);
+    b.first_tile = next_tile(p, w, b, 0);
     b.num_stages = p.num_stages;
 
     b.q_smem = ptx::smem_u32addr(smem);
@@ -296,8 +311,8 @@ struct FfpaFwd {
       ptx::cp_async_commit_group();
     }
     // Prologue: fill num_stages - 1 buffers.
-    Producer pr{next_tile(p, w, b, 0), 0, 0};
-    const int first_tile = pr.tile;
+    Producer pr{b.first_tile, 0, 0};
+    const int first_tile = b.first_tile;
     for (int s = 0; s < b.num_stages - 1; ++s) {
       issue(p, w, b, pr, tid);
       ptx::cp_async_commit_group();
@@ -444,32 +459,35 @@ struct FfpaFwd {
         }
 #pragma unroll 1
         for (int c = 0; c < kChunksV; ++c, slot = next_slot(b, slot)) {
-          // This thread's previous O elements, rescaled. fp32: loaded before the barrier (their
-          // latency hides behind it) and accumulated onto by the MMAs. fp16: loaded after the
-          // MMAs, which accumulate this tile alone in fp16 (holding both would spill).
+          acquire(p, w, b, pr, tid);
+          if (c == 0) load_p(p_frag, p_smem, wm, lane);
+          // This thread's previous O elements (landed in the stage with V), rescaled. fp32: the
+          // MMAs accumulate onto them; fp16: the MMAs sum this tile alone and they are read
+          // afterwards (holding them through the MMAs would spill).
+          const uint32_t stage = stage_addr(b, slot);
           float prev[kNTilesO][4];
           auto load_prev = [&] {
 #pragma unroll
             for (int n = 0; n < kNTilesO; ++n) {
-              const float4 x = *ws_frag(p, c, n, tid);
+              float4 x;
+              asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                           : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w) : "r"(o_stage_addr(stage, n, tid)));
               prev[n][0] = x.x * alpha[0], prev[n][1] = x.y * alpha[0];
               prev[n][2] = x.z * alpha[1], prev[n][3] = x.w * alpha[1];
             }
           };
           if (!Traits::kPVHalf && !first) load_prev();
-          acquire(p, w, b, pr, tid);
-          if (c == 0) load_p(p_frag, p_smem, wm, lane);
           OFrag acc[kNTilesO];
 #pragma unroll
           for (int n = 0; n < kNTilesO; ++n) {
-            if constexpr (!Traits::kPVHalf) {  // fp32: accumulate onto the rescaled workspace values
+            if constexpr (!Traits::kPVHalf) {
 #pragma unroll
               for (int e = 0; e < 4; ++e) acc[n].v[e] = first ? 0.f : prev[n][e];
             } else {
               acc[n].zero();
             }
           }
-          pv_slice(acc, p_frag, stage_addr(b, slot), wn, lane);
+          pv_slice(acc, p_frag, stage, wn, lane);
           if (Traits::kPVHalf && !first) load_prev();
           float o[kNTilesO][4];
 #pragma unroll
