@@ -63,23 +63,20 @@ void sweep(int N, int H, bool causal) {
   fill_random<<<1024, 256>>>(pr.k, n, 2u);
   fill_random<<<1024, 256>>>(pr.v, n, 3u);
   using namespace ffpa;
-  // Run 4 (session 3): the L3 tile (O through the workspace, staged with V by cp.async) and L2.
-  // The first variant of each D is L1's table entry: the reference output and speed.
+  // Run 5 (session 3): L3 with Bc = 128, deeper rings, wider slices, 128-row blocks (1 block/SM).
+  // The first variant of each D is L1's table entry (D <= 1024): the reference output and speed.
+  using B1 = Tile<4, 2, 128, 64, false, 0, 1>;
   if constexpr (D <= 1024) {
     variant<D, L1Tile<D, D>>("L1 table", pr, 2, ref, ref, true);
-    variant<D, Tile<4, 2, 64, 64>, Level::kL3>("L3 4x2 Bc64 c64 2blk", pr, 2, out, ref, false);
+    variant<D, B1, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 3, out, ref, false);
   } else {
-    variant<D, Tile<4, 2, 64, 64>, Level::kL3>("L3 4x2 Bc64 c64 2blk", pr, 2, ref, ref, true);
+    variant<D, B1, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 3, ref, ref, true);
   }
-  variant<D, Tile<4, 2, 64, 64>, Level::kL3>("L3 4x2 Bc64 c64 2blk", pr, 3, out, ref, false);
-  variant<D, Tile<4, 2, 128, 64, false, 0, 1>, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 2, out, ref, false);
-  variant<D, Tile<4, 2, 128, 64, false, 0, 1>, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 3, out, ref, false);
-  variant<D, Tile<4, 4, 128, 64, false, 0, 1>, Level::kL3>("L3 4x4 Bc128 c64 1blk", pr, 2, out, ref, false);
-  variant<D, Tile<2, 4, 128, 64, false, 0, 2>, Level::kL3>("L3 2x4 Bc128 c64 2blk", pr, 2, out, ref, false);
-  if constexpr (D <= 1024) {
-    variant<D, Tile<4, 2, 128, 64, false, 256>, Level::kL2>("L2 4x2 Bc128 c64 g256", pr, 2, out, ref, false);
-    variant<D, Tile<2, 4, 128, 64, false, 512>, Level::kL2>("L2 2x4 Bc128 c64 g512", pr, 2, out, ref, false);
-  }
+  variant<D, B1, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 4, out, ref, false);
+  variant<D, Tile<4, 2, 128, 128, false, 0, 1>, Level::kL3>("L3 4x2 Bc128 c128 1blk", pr, 2, out, ref, false);
+  variant<D, Tile<4, 2, 128, 128, false, 0, 1>, Level::kL3>("L3 4x2 Bc128 c128 1blk", pr, 3, out, ref, false);
+  variant<D, Tile<8, 1, 128, 64, false, 0, 1>, Level::kL3>("L3 8x1 Bc128 c64 1blk", pr, 3, out, ref, false);
+  variant<D, Tile<8, 1, 128, 64, false, 0, 1>, Level::kL3>("L3 8x1 Bc128 c64 1blk", pr, 4, out, ref, false);
   CK(cudaFree(pr.q));
   CK(cudaFree(pr.k));
   CK(cudaFree(pr.v));

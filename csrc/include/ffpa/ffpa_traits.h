@@ -72,9 +72,10 @@ using L1Tile = std::conditional_t<kHeadDim % L1TileForDv<kHeadDimV>::chunk_d == 
 // tiles, 64-wide slices, 256-wide Dv groups (the last group of a Dv that 256 does not divide
 // is narrower; its block skips the missing slices).
 using L2Tile = Tile<4, 2, 128, 64, false, 256>;
-// L3: one tile at every head dim, sized so two blocks share an SM without spills (Bc = 128
-// would halve the workspace traffic per FLOP but needs ~230 registers: one block per SM).
-using L3Tile = Tile<4, 2, 64, 64>;
+// L3: one tile at every head dim. Bc = 128 halves the workspace traffic per FLOP against 64 and
+// needs ~230 registers (one block per SM); tune run 5 (docs/tuning_l1.md, H100): 150 / 117 / 120
+// TFLOPS at D = 512 / 1024 / 2048 against 58 / 57 / 61 for the 2-blocks-per-SM Bc = 64 tile.
+using L3Tile = Tile<4, 2, 128, 64, false, 0, 1>;
 
 template <Level kLevel, int kHeadDim, int kHeadDimV>
 using FfpaTile = std::conditional_t<kLevel == Level::kL1, L1Tile<kHeadDim, kHeadDimV>,
