@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command for the GPU machine: build the full extension (timed), run every test, run the
 # benchmark, run compute-sanitizer on one small shape. Logs, JSON, tables and plots go to $OUT
-# (default ./out) as at most 8 files: summary.txt, build.log, ptxas.md, pytest.log,
+# (default ./out) as at most 8 files: summary.txt, build.log, ptxas.md, resources.md, pytest.log,
 # sanitizer.log, bench.tar.gz (json + md + png).
 #
 #   bash scripts/gpu_check.sh                # everything
@@ -32,6 +32,7 @@ if [[ " $STEPS " == *" build "* ]]; then
     say "build: FAILED after $(( $(date +%s) - t0 )) s"; tail -40 "$OUT/build.log"; exit 1
   fi
   $PY tools/ptxas_report.py "$OUT/build.log" > "$OUT/ptxas.md" && say "ptxas: $(grep -c '^| ' "$OUT/ptxas.md") table rows, spills: $(grep -c 'SPILL' "$OUT/ptxas.md")"
+  (cd tests && $PY ../tools/resource_table.py) > "$OUT/resources.md" 2>&1 && say "resources: $(grep -c '^| ffpa\|^| fa2' "$OUT/resources.md") kernels (launch shared memory, registers, local bytes)"
 fi
 
 # Import the installed package, not the source tree.

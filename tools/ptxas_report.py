@@ -8,6 +8,8 @@ ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 REGS = re.compile(r"Used (\d+) registers")
 TRAITS = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)ENS_4TileILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E")
+ACC = re.compile(r"AccModeE(\d)")
+ACC_NAMES = {"0": "", "1": " fp16acc", "2": " mixedacc"}
 FA2 = re.compile(r"Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_7Fa2TileILi(\d+)ELi(\d+)ELi(\d+)E")
 DT = {"6__half": "fp16", "13__nv_bfloat16": "bf16"}
 
@@ -24,7 +26,9 @@ def main(path):
             f = FA2.search(cur[0])
             if t:
                 dt, d, dv, lvl, wm, wn, bn, cd = t.groups()
-                rows.append((f"L{lvl}", DT.get(dt, dt), int(d), cur[1], 16 * int(wm), int(bn), int(cd),
+                a = ACC.search(cur[0][t.end():])
+                name = int(d) if d == dv else f"{d}/{dv}"
+                rows.append((f"L{lvl}{ACC_NAMES.get(a.group(1), '') if a else ''}", DT.get(dt, dt), name, cur[1], 16 * int(wm), int(bn), int(cd),
                              32 * int(wm) * int(wn), int(m.group(1)), frame))
             elif f:
                 dt, d, dv, w, mt, bn = f.groups()

@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""Markdown table of what each compiled kernel launches with, read from the installed extension on
+a GPU (ffpa_attn._C.kernel_info with query_attributes): tile, threads, default pipeline depth,
+shared memory per block, registers and local (spill) bytes per thread, per family / level and
+accumulation mode. This is where a reader checks the O(1) claims: L2 and L3 rows keep the same
+shared memory (and L3 the same registers) from D = 320 to 4096. Used by scripts/gpu_check.sh."""
+import ffpa_attn
+import ffpa_attn._C as C
+
+
+def main():
+    info = ffpa_attn.build_info()
+    print("| kernel | dtype | acc | D | Dv | Br | Bc | chunk | Dv per block | threads | stages | "
+          "smem/block (B) | registers | local (B) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for family in info["families"]:
+        for dt, accs in sorted(info["accs"][family].items()):
+            for acc in ("fp32", "fp16", "mixed"):
+                if acc not in accs:
+                    continue
+                for e, ev in sorted(tuple(p) for p in info["head_dim_pairs"][family]):
+                    k = C.kernel_info(dt, family, e, ev, 0, True, acc)
+                    print(f"| {family} | {dt} | {acc} | {e} | {ev} | {k['block_m']} | {k['block_n']} | "
+                          f"{k['chunk_d']} | {k['group_d']} | {k['threads']} | {k['num_stages']} | "
+                          f"{k['smem_bytes']} | {k['registers']} | {k['local_bytes']} |")
+
+
+if __name__ == "__main__":
+    main()
