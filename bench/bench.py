@@ -569,6 +569,10 @@ def _record_check(sw, rec, out, ref, base_err, what):
         rec["check_ok"] = None
         return
     tol = CHECK_FACTOR * base_err[0] + CHECK_ATOL
+    acc = acc_variant(rec["kernel"])
+    if acc in ("fp16", "mixed"):  # fp16 accumulation's own bound (tests/_reference.py module doc)
+        steps = (rec["D"] if acc == "fp16" else 0) + rec["S"]
+        tol += 4 * 2.0 ** -11 * (steps / 16) ** 0.5 * ref.abs().max().item()
     rec["check_tol"] = tol
     rec["check_ok"] = bool(mae <= tol)
     if not rec["check_ok"]:

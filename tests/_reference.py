@@ -7,11 +7,12 @@ left (fully masked by the mask or the causal alignment) must be exactly 0 with l
 
 fp16 MMA accumulation (FFPA acc="fp16" / "mixed") adds its own rounding on top: the fp16
 accumulator is rounded once per 16-wide k-step, i.e. D/16 times for a score (acc="fp16" only) and
-S/16 times (plus one rescale per KV tile) for an output. Modelling those roundings as a random walk
-of unit roundoff u = 2^-11, the extra output error is about u * sqrt(#roundings) * max|v| (the
-output is a convex combination of value rows, the logit error shifts weights by as much), so such
-outputs get ATOL + u * sqrt((D + S) / 16) * max|v| on top of 2x SDPA's error, and their lse
-u * sqrt(D / 16) * (|lse| + 4) on top of the lse tolerance (acc="fp16")."""
+S/16 times for an output's running sum, plus one fp16 rescale per KV tile. Each rounding is at
+most u = 2^-11 relative to the running sum, whose normalised size is that of the output; as a
+random walk that is about u * sqrt(#roundings) * max|out|. Two such sources (the sums and the
+rescales), each allowed 2 sigma, give the bound 4 * u * sqrt((D + S) / 16) * max|ref| on top of
+2x SDPA's error + ATOL (the H100 bench measured 1.0e-3 to 1.7e-3 at S=8192, D=320..1024).
+The lse gets u * sqrt(D / 16) * (|lse| + 4) on top of its tolerance (acc="fp16")."""
 from __future__ import annotations
 
 import math
@@ -134,7 +135,7 @@ def assert_close_to_reference(out, q, k, v, is_causal=False, scale=None, what=""
     bound = 2.0 * theirs + ATOL[q.dtype]
     if acc in ("fp16", "mixed"):
         steps = (q.shape[-1] if acc == "fp16" else 0) + k.shape[-2]
-        bound += U_FP16 * math.sqrt(steps / 16) * v.abs().max().item()
+        bound += 4 * U_FP16 * math.sqrt(steps / 16) * ref[live].abs().max().item()
     assert ours <= bound, f"{what}: max error {ours:.3e} > 2 x SDPA's {theirs:.3e} + atol ({bound:.3e})"
     if lse is not None:
         assert lse.dtype == torch.float32 and lse.shape == ref_lse.shape, (lse.dtype, lse.shape)
