@@ -35,6 +35,7 @@ cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV>::info(int num_stages, bool
   k.warps_m = Traits::kWarps;
   k.warps_n = 1;
   k.chunk_d = kHeadDim;
+  k.group_d = kHeadDimV;
   k.threads = Traits::kThreads;
   k.num_stages = Impl::pick_stages(num_stages);
   k.smem_bytes = Traits::smem_bytes(k.num_stages);
