@@ -576,9 +576,7 @@ struct FfpaFwd {
 
 // L1 and L2: one block per (query block [x L2 group], head, batch), heaviest (causal) blocks
 // first: the last query rows see the most keys. L3: a persistent grid, one workspace slot per
-// block, walking the same order: each block starts on item blockIdx.x and then takes the next
-// unclaimed item from p.work_counter (longest-first list scheduling; a static grid stride left
-// causal L3 at 0.73-0.92x of its non-causal speed), or strides by gridDim.x without a counter.
+// block, walking the same order with a grid stride.
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm) ffpa_fwd_kernel(const __grid_constant__ FwdParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -588,18 +586,12 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm) ffp
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
     const int64_t per_m = static_cast<int64_t>(p.heads_q) * p.batch;
     const int64_t total = m_blocks * per_m;
-    __shared__ int64_t next_item;
-    for (int64_t item = blockIdx.x; item < total;) {
+    for (int64_t item = blockIdx.x; item < total; item += gridDim.x) {
       const int64_t rest = item % per_m;
       const typename Fwd::Work w{m_blocks - 1 - static_cast<int>(item / per_m), static_cast<int>(rest % p.heads_q),
                                  static_cast<int>(rest / p.heads_q), 0};
       Fwd::run(p, smem, w);
-      if (threadIdx.x == 0)
-        next_item = p.work_counter != nullptr ? gridDim.x + static_cast<int64_t>(atomicAdd(p.work_counter, 1))
-                                              : item + gridDim.x;
-      __syncthreads();  // next_item is published; the next item refills the ring and `red`
-      item = next_item;
-      __syncthreads();  // everyone read next_item before thread 0 may write it again
+      __syncthreads();  // the next item refills the ring and `red`
     }
   } else {
     const int m_blocks = gridDim.x / Traits::kGroups;
