@@ -173,3 +173,23 @@ def test_fake_kernel_with_mask_and_value_head_dim_on_meta():
 def test_op_schema_is_the_one_python_calls():
     args = tuple(a.name for a in torch.ops.ffpa_attn.ffpa_fwd.default._schema.arguments)
     assert args == ffpa_attn._ops._OP_ARGS
+
+
+def test_level_heuristic_rule():
+    """Auto calls above the FA-2 head dims: L1 wherever it is compiled up to Dv = 1024, L3 beyond
+    (and where L1 is missing), L2 only when it is the one level compiled (it recomputes Q@K^T)."""
+    import ffpa_attn._C as C
+
+    pick = lambda d, levels, L=8192: C.pick_ffpa_level(d, d, L, L, 32, levels)  # noqa: E731
+    for d in (320, 576, 1024):
+        assert pick(d, [1, 2, 3]) == 1
+        assert pick(d, [1, 2, 3], L=17) == 1
+        assert pick(d, [2, 3]) == 3
+        assert pick(d, [2]) == 2
+    assert C.pick_ffpa_level(576, 512, 100, 100, 4, [1, 2, 3]) == 1
+    for d in (2048, 4096):
+        assert pick(d, [1, 2, 3]) == 3
+        assert pick(d, [1]) == 1  # only what exists (the registry has no L1 kernel that wide)
+    assert pick(1024, []) == 0
+    with pytest.raises(ValueError, match="levels"):
+        pick(1024, [4])
