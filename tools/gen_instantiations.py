@@ -92,7 +92,7 @@ def generate(out: Path, head_dims: list[int] | None, dtypes: list[str], archs: l
             stale.unlink()
     def entry(f, dt, d, dv, acc):
         lt = launcher_type(f, dt, d, dv, acc)
-        ws = "nullptr" if f == "fa2" else f"&{lt}::workspace_bytes"
+        ws = f"&{lt}::workspace_bytes" if f == "ffpa_l3" else "nullptr"  # only L3 has a workspace
         return (f"    {{DType::{DTYPES[dt][1]}, {family_enum(f)}, {FAMILY_LEVEL[f]}, {ACCS[acc]}, {d}, {dv}, "
                 f"&{lt}::run, &{lt}::info, {ws}}},")
     entries = "\n".join(entry(*it) for it in items)

@@ -20,7 +20,7 @@ const RegistryEntry* route(const RouteQuery& q) {
   bool compiled[4] = {false, false, false, false};
   for (int level = 1; level <= 3; ++level)
     compiled[level] = find_kernel(q.dtype, Family::kFfpa, level, q.acc, q.head_dim, q.head_dim_v) != nullptr;
-  const int level = pick_ffpa_level(q, compiled, current_device_facts());
+  const int level = pick_ffpa_level(q, compiled);
   return level == 0 ? nullptr : find_kernel(q.dtype, Family::kFfpa, level, q.acc, q.head_dim, q.head_dim_v);
 }
 

@@ -5,26 +5,14 @@
 //  * L3 beyond, where L1's registers run out: Q@K^T once, O through the fp32 workspace.
 //  * L2 never on its own: it recomputes Q@K^T once per 256-wide Dv group and lost to L1 at
 //    every head dim measured; it runs when forced, or when it is the only level compiled.
+// The rule depends on the head dim only: the sweep covered one length (N = 8192) on one device, so
+// there is no measured reason yet to branch on lengths, batch x heads (they stay in RouteQuery for
+// the rules that will need them) or device facts.
 #include "launch/ffpa_heuristic.h"
-
-#include <cuda_runtime_api.h>
-
-#include "launch/heuristics.h"
 
 namespace ffpa::launch {
 
-DeviceFacts current_device_facts() {
-  DeviceFacts f;
-  f.cc_major = device_attribute<cudaDevAttrComputeCapabilityMajor>(8);
-  f.cc_minor = device_attribute<cudaDevAttrComputeCapabilityMinor>(0);
-  f.sms = num_sms();
-  f.smem_per_sm = smem_per_sm();
-  return f;
-}
-
-int pick_ffpa_level(const RouteQuery& q, const bool (&compiled)[4], const DeviceFacts& dev) {
-  (void)dev;  // the measured ranking held on the one device measured; kept in the signature for
-              // rules that depend on it (SM count, shared memory per SM)
+int pick_ffpa_level(const RouteQuery& q, const bool (&compiled)[4]) {
   if (compiled[1] && q.head_dim_v <= 1024) return 1;
   if (compiled[3]) return 3;
   if (compiled[1]) return 1;

@@ -74,8 +74,7 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
 
 // The level heuristic of auto calls on explicit inputs (no GPU needed): which FFPA level (1..3, 0 =
 // none) runs head dims (D, Dv) at lengths (L, S) when the levels in `compiled` exist.
-int pick_ffpa_level(int head_dim, int head_dim_v, int len_q, int len_kv, int64_t batch_heads, const py::list& compiled,
-                    int sms, int smem_per_sm) {
+int pick_ffpa_level(int head_dim, int head_dim_v, int len_q, int len_kv, int64_t batch_heads, const py::list& compiled) {
   using namespace ffpa::launch;
   bool have[4] = {false, false, false, false};
   for (const auto& x : compiled) {
@@ -84,10 +83,7 @@ int pick_ffpa_level(int head_dim, int head_dim_v, int len_q, int len_kv, int64_t
     have[level] = true;
   }
   const RouteQuery q{DType::kBFloat16, 0, ffpa::AccMode::kF32, head_dim, head_dim_v, len_q, len_kv, batch_heads};
-  DeviceFacts dev;
-  dev.sms = sms;
-  dev.smem_per_sm = smem_per_sm;
-  return pick_ffpa_level(q, have, dev);
+  return pick_ffpa_level(q, have);
 }
 
 }  // namespace
@@ -99,7 +95,6 @@ PYBIND11_MODULE(_C, m) {
         py::arg("head_dim_v"), py::arg("num_stages") = 0, py::arg("query_attributes") = false, py::arg("acc") = "fp32",
         "Launch configuration (tile, threads, stages, shared memory; registers on request) of one kernel");
   m.def("pick_ffpa_level", &pick_ffpa_level, py::arg("head_dim"), py::arg("head_dim_v"), py::arg("len_q"),
-        py::arg("len_kv"), py::arg("batch_heads"), py::arg("compiled"), py::arg("sms") = 132,
-        py::arg("smem_per_sm") = 228 * 1024,
+        py::arg("len_kv"), py::arg("batch_heads"), py::arg("compiled"),
         "The FFPA level an auto call would run (csrc/launch/ffpa_heuristic.cpp), for explicit inputs");
 }

@@ -29,7 +29,7 @@ enum class AccMode : int { kF32 = 0, kF16 = 1, kMixed = 2 };
 // it with every K slice: a third less L2 traffic per KV tile, at the price of Br x D x 2 bytes of
 // shared memory (so no longer O(1) in D; a tuning variant, not the L1 default).
 template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_, bool kQResident_ = false, int kGroupD_ = 0,
-          int kMinBlocks_ = 0>
+          int kMinBlocks_ = 1>
 struct Tile {
   static constexpr int warps_m = kWarpsM_;
   static constexpr int warps_n = kWarpsN_;
@@ -37,7 +37,7 @@ struct Tile {
   static constexpr int chunk_d = kChunkD_;
   static constexpr bool q_resident = kQResident_;
   static constexpr int group_d = kGroupD_;
-  static constexpr int min_blocks = kMinBlocks_;  // register cap for this many blocks/SM (0: level default)
+  static constexpr int min_blocks = kMinBlocks_;  // blocks per SM the registers are capped for
 };
 
 // The tile table for L1 (O accumulator in registers: per-thread O registers are
@@ -75,7 +75,7 @@ using L2Tile = Tile<4, 2, 128, 64, false, 256>;
 // L3: one tile at every head dim. Bc = 128 halves the workspace traffic per FLOP against 64 and
 // needs ~230 registers (one block per SM); tune run 5 (docs/tuning_l1.md, H100): 150 / 117 / 120
 // TFLOPS at D = 512 / 1024 / 2048 against 58 / 57 / 61 for the 2-blocks-per-SM Bc = 64 tile.
-using L3Tile = Tile<4, 2, 128, 64, false, 0, 1>;
+using L3Tile = Tile<4, 2, 128, 64>;
 
 template <Level kLevel, int kHeadDim, int kHeadDimV>
 using FfpaTile = std::conditional_t<kLevel == Level::kL1, L1Tile<kHeadDim, kHeadDimV>,
@@ -91,12 +91,7 @@ struct FfpaTraits {
   static constexpr AccMode kAcc = kAcc_;
   static constexpr bool kQKHalf = kAcc == AccMode::kF16;   // Q@K^T accumulates in fp16
   static constexpr bool kPVHalf = kAcc != AccMode::kF32;   // P@V accumulates in fp16
-  // Blocks per SM the registers are capped for: L3 holds no O accumulator, so two blocks fit
-  // (its persistent grid then has twice the warps to hide the workspace traffic); with fp16
-  // accumulation (kF16 or kMixed) ptxas 13.0 spills 32-56 bytes under that 128-register cap, so
-  // those modes keep one block per SM. A tile may override it (min_blocks).
-  static constexpr int kMinBlocksPerSm =
-      Cfg::min_blocks > 0 ? Cfg::min_blocks : (kLevel == Level::kL3 && !kPVHalf ? 2 : 1);
+  static constexpr int kMinBlocksPerSm = Cfg::min_blocks;  // __launch_bounds__ and default stages
 
   static constexpr int kWarpsM = Cfg::warps_m;
   static constexpr int kWarpsN = Cfg::warps_n;

@@ -312,14 +312,13 @@ struct FfpaFwd {
     }
     // Prologue: fill num_stages - 1 buffers.
     Producer pr{b.first_tile, 0, 0};
-    const int first_tile = b.first_tile;
     for (int s = 0; s < b.num_stages - 1; ++s) {
       issue(p, w, b, pr, tid);
       ptx::cp_async_commit_group();
     }
 
     int slot = 0;  // the consumer's ring slot
-    for (int j = first_tile, j_next; j < b.n_end; j = j_next) {
+    for (int j = b.first_tile, j_next; j < b.n_end; j = j_next) {
       j_next = next_tile(p, w, b, j + 1);
       const int n0 = j * kBlockN;
       // ---- S = Q @ K_j^T, one kChunkD slice of the head dim per pipeline step ----
@@ -450,7 +449,7 @@ struct FfpaFwd {
           pv_slice(o_acc[c], p_frag, stage_addr(b, slot), wn, lane);
         }
       } else {
-        const bool first = j == first_tile;
+        const bool first = j == b.first_tile;
         const bool last = j_next >= b.n_end;
         float inv[2] = {0.f, 0.f};
         if (last) {
@@ -526,7 +525,7 @@ struct FfpaFwd {
           for (int e = 0; e < 4; ++e) o[n][e] = o_acc[c][n].get(e) * inv[e / 2];
         store_o(p, w, b, v_col0 + c * kChunkD, o, wm, wn, g, t4);
       }
-    } else if (first_tile >= b.n_end) {
+    } else if (b.first_tile >= b.n_end) {
       // No visible key in the whole block (causal bottom-right with L > S, or all masked): O = 0.
       float o[kNTilesO][4] = {};
 #pragma unroll 1
