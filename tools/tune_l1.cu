@@ -9,6 +9,7 @@
 #include "tune_common.cuh"
 #include "ffpa/ffpa_traits.h"
 #include "ffpa/kernels/ffpa_fwd_sm80.cuh"
+#include "launch/heuristics.h"
 
 struct Problem {
   int B, H, N, D;
@@ -20,6 +21,7 @@ template <int D, typename Cfg, ffpa::Level kLevel = ffpa::Level::kL1>
 void variant(const char* name, const Problem& pr, int stages, Elem* out, Elem* ref, bool is_ref) {
   using Traits = ffpa::FfpaTraits<Elem, D, D, kLevel, Cfg>;
   auto kernel = ffpa::attn::ffpa_fwd_kernel<Traits>;
+  if (stages <= 0) stages = ffpa::launch::default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocksPerSm);
   const int smem = Traits::smem_bytes(stages);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   ffpa::FwdParams p = dense_params(pr.q, pr.k, pr.v, out, pr.B, pr.H, pr.N, D, pr.causal, stages);
@@ -63,20 +65,32 @@ void sweep(int N, int H, bool causal) {
   fill_random<<<1024, 256>>>(pr.k, n, 2u);
   fill_random<<<1024, 256>>>(pr.v, n, 3u);
   using namespace ffpa;
-  // Run 5 (session 3): L3 with Bc = 128, deeper rings, wider slices, 128-row blocks (1 block/SM).
-  // The first variant of each D is L1's table entry (D <= 1024): the reference output and speed.
-  using B1 = Tile<4, 2, 128, 64, false, 0, 1>;
-  if constexpr (D <= 1024) {
-    variant<D, L1Tile<D, D>>("L1 table", pr, 2, ref, ref, true);
-    variant<D, B1, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 3, out, ref, false);
-  } else {
-    variant<D, B1, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 3, ref, ref, true);
+  constexpr auto kPad = SmemLayout::kPad;
+  // Run 7 (session 4): wider head-dim slices per pipeline step (fewer barriers per KV tile), with
+  // padded rows where the XOR swizzle cannot cover the width (160, 224). The first variant of
+  // each D is L1's table entry at its default stage count: the reference output and speed.
+  variant<D, L1Tile<D, D>>("L1 table", pr, 0, ref, ref, true);
+  // Run 8: stage counts and resident Q for the run-7 winners.
+  if constexpr (D == 320) {
+    variant<D, Tile<4, 2, 128, 160>>("4x2 Bc128 c160 pad", pr, 2, out, ref, false);
+    variant<D, Tile<4, 2, 128, 160>>("4x2 Bc128 c160 pad", pr, 3, out, ref, false);
+    variant<D, Tile<4, 2, 128, 160, true>>("4x2 Bc128 c160 pad qres", pr, 2, out, ref, false);
+    variant<D, Tile<4, 2, 128, 160, true>>("4x2 Bc128 c160 pad qres", pr, 3, out, ref, false);
+    variant<D, Tile<4, 2, 128, 64, true>>("4x2 Bc128 c64 qres", pr, 3, out, ref, false);
+  } else if constexpr (D == 384) {
+    variant<D, Tile<4, 2, 128, 128, false, 0, 1, kPad>>("4x2 Bc128 c128 pad", pr, 2, out, ref, false);
+    variant<D, Tile<4, 2, 128, 128, false, 0, 1, kPad>>("4x2 Bc128 c128 pad", pr, 3, out, ref, false);
+    variant<D, Tile<4, 2, 128, 128, true, 0, 1, kPad>>("4x2 Bc128 c128 pad qres", pr, 2, out, ref, false);
+    variant<D, Tile<4, 2, 128, 192, false, 0, 1, kPad>>("4x2 Bc128 c192 pad", pr, 2, out, ref, false);
+  } else if constexpr (D == 448 || D == 512) {
+    variant<D, Tile<4, 2, 128, 64, false, 0, 1, kPad>>("4x2 Bc128 c64 pad", pr, 2, out, ref, false);
+    variant<D, Tile<4, 2, 128, 64, false, 0, 1, kPad>>("4x2 Bc128 c64 pad", pr, 3, out, ref, false);
+    variant<D, Tile<4, 2, 128, 64, false, 0, 1, kPad>>("4x2 Bc128 c64 pad", pr, 4, out, ref, false);
+    variant<D, Tile<4, 2, 128, 64, true, 0, 1, kPad>>("4x2 Bc128 c64 pad qres", pr, 3, out, ref, false);
+  } else if constexpr (D == 576) {
+    variant<D, Tile<2, 4, 128, 192, false, 0, 1, kPad>>("2x4 Bc128 c192 pad", pr, 2, out, ref, false);
+    variant<D, Tile<2, 4, 128, 64, false, 0, 1, kPad>>("2x4 Bc128 c64 pad", pr, 3, out, ref, false);
   }
-  variant<D, B1, Level::kL3>("L3 4x2 Bc128 c64 1blk", pr, 4, out, ref, false);
-  variant<D, Tile<4, 2, 128, 128, false, 0, 1>, Level::kL3>("L3 4x2 Bc128 c128 1blk", pr, 2, out, ref, false);
-  variant<D, Tile<4, 2, 128, 128, false, 0, 1>, Level::kL3>("L3 4x2 Bc128 c128 1blk", pr, 3, out, ref, false);
-  variant<D, Tile<8, 1, 128, 64, false, 0, 1>, Level::kL3>("L3 8x1 Bc128 c64 1blk", pr, 3, out, ref, false);
-  variant<D, Tile<8, 1, 128, 64, false, 0, 1>, Level::kL3>("L3 8x1 Bc128 c64 1blk", pr, 4, out, ref, false);
   CK(cudaFree(pr.q));
   CK(cudaFree(pr.k));
   CK(cudaFree(pr.v));
@@ -84,11 +98,22 @@ void sweep(int N, int H, bool causal) {
   CK(cudaFree(ref));
 }
 
+// One head dim per binary (-DTUNE_D=320) keeps each compile short; without it, every D of run 7.
 int main(int argc, char** argv) {
   const int N = argc > 1 ? std::atoi(argv[1]) : 8192;
   const int H = argc > 2 ? std::atoi(argv[2]) : 32;
-  sweep<512>(N, H, false);
-  sweep<1024>(N, H, false);
-  sweep<2048>(N / 2, H / 2, false);
+  const bool causal = argc > 3 && std::atoi(argv[3]) != 0;
+#ifdef TUNE_D
+  sweep<TUNE_D>(N, H, causal);
+#else
+  sweep<320>(N, H, causal);
+  sweep<384>(N, H, causal);
+  sweep<448>(N, H, causal);
+  sweep<512>(N, H, causal);
+  sweep<576>(N, H, causal);
+  sweep<640>(N, H, causal);
+  sweep<768>(N, H, causal);
+  sweep<1024>(N, H, causal);
+#endif
   return 0;
 }

@@ -35,6 +35,7 @@ cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV>::info(int num_stages, bool
   k.warps_m = Traits::kWarps;
   k.warps_n = 1;
   k.chunk_d = kHeadDim;
+  k.smem_padded = Traits::QTile::kAnyRowStep;
   k.group_d = kHeadDimV;
   k.threads = Traits::kThreads;
   k.num_stages = Impl::pick_stages(num_stages);

@@ -53,6 +53,7 @@ cudaError_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::info(int n
   k.warps_m = Traits::kWarpsM;
   k.warps_n = Traits::kWarpsN;
   k.chunk_d = Traits::kChunkD;
+  k.smem_padded = Traits::kSmemPadded;
   k.group_d = Traits::kOutD;
   k.threads = Traits::kThreads;
   k.num_stages = Impl::pick_stages(num_stages);

@@ -175,7 +175,8 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     err = launch::build_block_map(p, mb, mh, info.block_m, info.block_n, block_map.data_ptr<uint8_t>(), stream);
     TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: mask block-map launch failed: ", cudaGetErrorString(err));
   }
-  at::Tensor workspace;  // FFPA L3's O accumulator (one slot per resident block)
+  at::Tensor workspace;     // FFPA L3's O accumulator (one slot per resident block)
+  at::Tensor work_counter;  // FFPA L3's work-item counter
   const int64_t bytes = kernel->workspace != nullptr ? kernel->workspace(p) : 0;
   TORCH_CHECK(bytes >= 0, "ffpa_fwd: no launch configuration for the L3 workspace");
   if (bytes > 0) {
@@ -183,6 +184,8 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     workspace = at::empty({bytes / static_cast<int64_t>(sizeof(float))}, opts.dtype(at::kFloat));
     p.o_accum = workspace.data_ptr<float>();
     p.o_accum_slots = static_cast<int>(bytes / slot);
+    work_counter = at::zeros({1}, opts.dtype(at::kInt));  // stream-ordered zero fill
+    p.work_counter = work_counter.data_ptr<int>();
   }
   err = kernel->run(p, stream);
   TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: kernel launch failed: ", cudaGetErrorString(err));

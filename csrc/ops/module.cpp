@@ -60,6 +60,7 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   d["warps_m"] = k.warps_m;
   d["warps_n"] = k.warps_n;
   d["chunk_d"] = k.chunk_d;
+  d["smem_padded"] = k.smem_padded;
   d["group_d"] = k.group_d;
   d["acc"] = acc;
   d["threads"] = k.threads;

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ffpa/smem_tile.cuh"
+
 namespace ffpa {
 
 // FFPA levels (see ffpa_fwd_sm80.cuh for the schemes):
@@ -19,6 +21,17 @@ enum class Level : int { kL1 = 1, kL2 = 2, kL3 = 3 };
 // kMixed Q@K^T in fp32 and P@V in fp16 (fp16 inputs only). Softmax statistics are fp32 always.
 enum class AccMode : int { kF32 = 0, kF16 = 1, kMixed = 2 };
 
+// How the staged Q/K/V slices sit in shared memory (smem_tile.cuh): an XOR swizzle (no extra
+// bytes; conflict-free at 2, 4 or a multiple of 8 16-byte units per row), rows padded by one
+// 16-byte unit (any even width, 1/units more bytes), or kAuto: the swizzle where it is
+// conflict-free, else padding (slices of 160, 224, 320... columns).
+enum class SmemLayout : int { kAuto = 0, kSwizzle = 1, kPad = 2 };
+
+template <SmemLayout kLayout, int kRows, int kCols>
+using StageTile = std::conditional_t<
+    kLayout == SmemLayout::kSwizzle, SwizzledTile<kRows, kCols>,
+    std::conditional_t<kLayout == SmemLayout::kPad, PaddedTile<kRows, kCols>, SmemTile<kRows, kCols>>>;
+
 // One row of the tile table: how a block is cut. Warps form a kWarpsM x kWarpsN grid:
 //   Q@K^T : warp (wm, wn) owns S rows [16*wm, +16) and columns [wn*BlockN/kWarpsN, +BlockN/kWarpsN)
 //   P@V   : warp (wm, wn) owns O rows [16*wm, +16) and, in every kChunkD-wide slice of the head
@@ -29,7 +42,7 @@ enum class AccMode : int { kF32 = 0, kF16 = 1, kMixed = 2 };
 // it with every K slice: a third less L2 traffic per KV tile, at the price of Br x D x 2 bytes of
 // shared memory (so no longer O(1) in D; a tuning variant, not the L1 default).
 template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_, bool kQResident_ = false, int kGroupD_ = 0,
-          int kMinBlocks_ = 1>
+          int kMinBlocks_ = 1, SmemLayout kLayout_ = SmemLayout::kAuto>
 struct Tile {
   static constexpr int warps_m = kWarpsM_;
   static constexpr int warps_n = kWarpsN_;
@@ -38,22 +51,26 @@ struct Tile {
   static constexpr bool q_resident = kQResident_;
   static constexpr int group_d = kGroupD_;
   static constexpr int min_blocks = kMinBlocks_;  // blocks per SM the registers are capped for
+  static constexpr SmemLayout layout = kLayout_;   // staged slices: swizzled or padded rows
 };
 
 // The tile table for L1 (O accumulator in registers: per-thread O registers are
 // Dv / (2 * warps_n), so wide heads use Br = 32 and spread O over 4 warps along N).
-// Per head dim, the fastest spill-free tile measured by tools/tune_l1.cu on an H200
-// (2026-11-21, bf16, B=1 H=32 N=8192; numbers in docs/tuning_l1.md, runs 2 and 3). Larger Bc and chunk_d
-// mean more MMAs per barrier, which is what this kernel's speed follows. Session 3 (levels and
-// accumulation modes) moved 384, 512, 896 and 1024 to the nearest tile that is spill-free again on
-// sm_90a with ptxas 13.0 (384 and 512: 2x4 Bc128 c128; 896 and 1024: 2x4 Bc128 c64, ~12% slower than the
-// 16-byte-spilling 2x4 Bc64 c256 at 1024 in run 3).
+// Per head dim, the fastest spill-free tile measured by tools/tune_l1.cu (docs/tuning_l1.md): runs
+// 2-3 on an H200 (session 2), runs 7-8 on an H100 (session 4). Larger Bc and chunk_d mean more MMAs
+// per barrier, which is what this kernel's speed follows. Padded rows (SmemLayout::kPad) let the
+// 64-row 4x2 tiles fit at D = 384..512: the swizzle's per-k-step XOR addresses cost ptxas ~10-40
+// registers there and spilled (D = 384 4x2 Bc128 c192: 752 B swizzled, 0 padded), while with
+// padding every k-step's address is the same register plus an immediate. Run 8, H100, bf16,
+// N = 8192, against the session-3 table: 320 179 -> 183 (c160, padded by kAuto), 384 156 -> 195,
+// 448 136 -> 177, 512 161 -> 181 TFLOPS. Where a swizzled tile fits it stays (320 c64 swizzled
+// 179 vs padded 169; 1024 131 vs 118: fewer registers let ptxas hoist fewer fragment loads).
 template <int kHeadDimV>
 using L1TileForDv = std::conditional_t<
-    (kHeadDimV == 320), Tile<4, 2, 128, 64>,
-    std::conditional_t<(kHeadDimV == 384), Tile<2, 4, 128, 128>,
+    (kHeadDimV == 320), Tile<4, 2, 128, 160>,
+    std::conditional_t<(kHeadDimV == 384), Tile<4, 2, 128, 128, false, 0, 1, SmemLayout::kPad>,
     std::conditional_t<
-        (kHeadDimV == 512), Tile<2, 4, 128, 128>,
+        (kHeadDimV == 448 || kHeadDimV == 512), Tile<4, 2, 128, 64, false, 0, 1, SmemLayout::kPad>,
         std::conditional_t<
             (kHeadDimV <= 512), Tile<4, 2, 64, 64>,
             std::conditional_t<
@@ -116,9 +133,14 @@ struct FfpaTraits {
   // Shared memory: [resident Q, if kQResident] then a ring of kStages buffers, each holding a
   // (Q, K) slice pair (K alone when Q is resident) or a V slice (+ O slice for L3), then the P tile and the
   // cross-warp row-statistics exchange. Without kQResident none of it depends on D.
-  static constexpr int kQSliceBytes = kBlockM * kChunkD * 2;
-  static constexpr int kKSliceBytes = kBlockN * kChunkD * 2;
-  static constexpr int kVSliceBytes = kBlockN * kChunkD * 2;
+  using QTile = StageTile<Cfg::layout, kBlockM, kChunkD>;
+  using KTile = StageTile<Cfg::layout, kBlockN, kChunkD>;
+  using VTile = KTile;
+  using PTile = SwizzledTile<kBlockM, kBlockN>;
+  static constexpr bool kSmemPadded = QTile::kAnyRowStep;  // padded rows (else swizzled)
+  static constexpr int kQSliceBytes = QTile::kBytes;
+  static constexpr int kKSliceBytes = KTile::kBytes;
+  static constexpr int kVSliceBytes = VTile::kBytes;
   // L3: a V item also brings the block's fp32 O slice from the workspace (cp.async, as far
   // ahead as the pipeline runs), so its latency hides like the V slice's.
   static constexpr int kOSliceBytes = kLevel == Level::kL3 ? kBlockM * kChunkD * 4 : 0;

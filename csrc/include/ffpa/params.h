@@ -23,6 +23,10 @@ struct FwdParams {
   // per resident block of the persistent grid; see launch::FfpaLauncher::workspace_bytes).
   float* o_accum;
   int o_accum_slots;
+  // FFPA L3 only: a zero-initialised counter the persistent blocks take work items from after
+  // their first (list scheduling, so causal items of unequal length balance); null: a static
+  // grid stride.
+  int* work_counter;
 
   int64_t q_batch_stride, q_head_stride, q_row_stride;
   int64_t k_batch_stride, k_head_stride, k_row_stride;

@@ -17,6 +17,8 @@ template <int kRows, int kCols>
 struct SwizzledTile {
   static_assert(kCols % 16 == 0, "tile width must be a multiple of 16 elements");
   static constexpr int kUnits = kCols / 8;  // 16-byte units per row
+  static_assert(kUnits == 2 || kUnits == 4 || kUnits % 8 == 0,
+                "the XOR swizzle stays inside a row only for 2, 4 or a multiple of 8 units (else PaddedTile)");
   static constexpr int kRowsPerBankLine = kUnits >= 8 ? 1 : 8 / kUnits;
   static constexpr int kPhases = kUnits >= 8 ? 8 : kUnits;
   static constexpr int kBytes = kRows * kCols * 2;

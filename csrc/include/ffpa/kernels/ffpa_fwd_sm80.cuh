@@ -68,10 +68,10 @@ struct FfpaFwd {
   static_assert(!Traits::kPVHalf || std::is_same<Element, __half>::value,
                 "fp16 accumulation takes fp16 inputs (bf16 MMAs accumulate in fp32 only)");
 
-  using QTile = SwizzledTile<kBlockM, kChunkD>;
-  using KTile = SwizzledTile<kBlockN, kChunkD>;
-  using VTile = SwizzledTile<kBlockN, kChunkD>;
-  using PTile = SwizzledTile<kBlockM, kBlockN>;
+  using QTile = typename Traits::QTile;
+  using KTile = typename Traits::KTile;
+  using VTile = typename Traits::VTile;
+  using PTile = typename Traits::PTile;
 
   // Which output tile a block computes.
   struct Work {
@@ -574,8 +574,20 @@ struct FfpaFwd {
 };
 
 // L1 and L2: one block per (query block [x L2 group], head, batch), heaviest (causal) blocks
-// first: the last query rows see the most keys. L3: a persistent grid, one workspace slot per
-// block, walking the same order with a grid stride.
+// first within each head: the last query rows see the most keys. blockIdx.x is the query block,
+// so the hardware dispatches a head's blocks together and they share its K/V in L2.
+// L3: a persistent grid, one workspace slot per block, over the same head-major item order
+// (item = (batch * heads + head) * m_blocks + heaviest-first query block). Each block starts on
+// item blockIdx.x, then takes the next unclaimed item from p.work_counter (list scheduling: a
+// block that finishes early takes more), or strides by gridDim.x when the counter is null.
+// Why head-major (tools/trace_l3.cu, docs/tuning_l1.md run 9): the resident blocks then work on
+// one or two heads at a time and re-read their K/V from L2; query-block-major order spread them
+// over every head and, once causal items of unequal length drifted apart, the K/V streams of a
+// head no longer coincided: causal tiles cost 1.5x the non-causal ones.
+#ifdef FFPA_TRACE_ITEMS
+__device__ uint64_t* g_ffpa_trace;
+#endif
+
 template <typename Traits>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm) ffpa_fwd_kernel(const __grid_constant__ FwdParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -583,14 +595,32 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm) ffp
   using Fwd = FfpaFwd<Traits>;
   if constexpr (Traits::kLevel == Level::kL3) {
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
-    const int64_t per_m = static_cast<int64_t>(p.heads_q) * p.batch;
-    const int64_t total = m_blocks * per_m;
-    for (int64_t item = blockIdx.x; item < total; item += gridDim.x) {
-      const int64_t rest = item % per_m;
-      const typename Fwd::Work w{m_blocks - 1 - static_cast<int>(item / per_m), static_cast<int>(rest % p.heads_q),
-                                 static_cast<int>(rest / p.heads_q), 0};
+    const int64_t total = static_cast<int64_t>(m_blocks) * p.heads_q * p.batch;
+    __shared__ int64_t next_item;
+    for (int64_t item = blockIdx.x; item < total;) {
+      const int64_t bh = item / m_blocks;
+      const typename Fwd::Work w{m_blocks - 1 - static_cast<int>(item % m_blocks), static_cast<int>(bh % p.heads_q),
+                                 static_cast<int>(bh / p.heads_q), 0};
+#ifdef FFPA_TRACE_ITEMS  // tools/trace_l3.cu only: per-item start/end times and SM of the persistent grid
+      uint64_t t0;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+#endif
       Fwd::run(p, smem, w);
-      __syncthreads();  // the next item refills the ring and `red`
+      if (threadIdx.x == 0)
+        next_item = p.work_counter != nullptr ? gridDim.x + static_cast<int64_t>(atomicAdd(p.work_counter, 1))
+                                              : item + gridDim.x;
+      __syncthreads();  // next_item is published; the next item refills the ring and `red`
+#ifdef FFPA_TRACE_ITEMS
+      if (threadIdx.x == 0) {
+        uint64_t t1;
+        uint32_t sm;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        g_ffpa_trace[3 * item] = t0, g_ffpa_trace[3 * item + 1] = t1, g_ffpa_trace[3 * item + 2] = sm;
+      }
+#endif
+      item = next_item;
+      __syncthreads();  // everyone read next_item before thread 0 may write it again
     }
   } else {
     const int m_blocks = gridDim.x / Traits::kGroups;
