@@ -1,10 +1,12 @@
 """One small launch per kernel family for compute-sanitizer (memcheck / racecheck): tails in both
 L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-sparse with a fully
-masked row and a broadcast padding mask), every pipeline depth for each FFPA level (L1, L2, L3;
-L3 with a persistent grid that walks several items per block), fp16 accumulation where built."""
+masked row and a broadcast padding mask), every pipeline depth that fits the device for each FFPA
+level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take further items
+from the work counter), fp16 accumulation where built."""
 import torch
 
 import ffpa_attn
+import ffpa_attn._C as C
 
 info = ffpa_attn.build_info()
 dt = torch.bfloat16 if "bfloat16" in info["dtypes"] else torch.float16
@@ -43,7 +45,9 @@ for level in (1, 2, 3):
         q, k, v = qkv(d, d)
         for causal in (False, True):
             for stages in (1, 2, 3, 4):
-                run(q, k, v, is_causal=causal, level=level, num_stages=stages)
+                smem = C.kernel_info(str(dt).split(".")[-1], f"ffpa_l{level}", d, d, stages)["smem_bytes"]
+                if smem <= torch.cuda.get_device_properties(0).shared_memory_per_block_optin:
+                    run(q, k, v, is_causal=causal, level=level, num_stages=stages)
         run(q, k, v, is_causal=True, causal_align="bottom_right", level=level)
         run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right", level=level)
         for mask in masks():
@@ -52,6 +56,15 @@ for level in (1, 2, 3):
             h = [t.half() for t in (q, k, v)]
             run(*h, is_causal=True, level=level, acc="fp16")
             run(*h, level=level, acc="mixed")
+
+l3 = [d for d in info["head_dims"].get("ffpa_l3", []) if d <= 1024]
+if l3:  # 2 x 48 heads x 2 query blocks = 192 items > the resident blocks of a 132-SM H100
+    g = torch.Generator(device="cuda").manual_seed(3)
+    q = torch.randn(2, 48, L, l3[0], device="cuda", dtype=dt, generator=g)
+    k = torch.randn(2, 24, S, l3[0], device="cuda", dtype=dt, generator=g)
+    v = torch.randn(2, 24, S, l3[0], device="cuda", dtype=dt, generator=g)
+    for causal in (False, True):
+        run(q, k, v, is_causal=causal, level=3)
 
 fa2 = info["head_dims"].get("fa2", [])
 for d in [d for d in (64, 128) if d in fa2]:

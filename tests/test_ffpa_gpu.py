@@ -59,6 +59,15 @@ def need(dtype, d, level=1, acc="fp32", dv=None):
         pytest.skip(f"{dtype} L{level} acc={acc} D={d}/{dv or d} not compiled in this build")
 
 
+def stages_fit(dtype, d, level, stages):
+    """Whether a stage count's shared memory fits this device's per-block opt-in limit (the
+    widest slices, e.g. L1's 160-column ones at D=320, take at most 3 stages on an H100)."""
+    import ffpa_attn._C as C
+
+    smem = C.kernel_info(DT_NAME[dtype], FAMILY[level], d, d, stages)["smem_bytes"]
+    return smem <= torch.cuda.get_device_properties(0).shared_memory_per_block_optin
+
+
 def run_ffpa(q, k, v, is_causal, level=1, acc="auto", **kw):
     """forward() forced to one FFPA level (strict: no fallback), outputs poisoned before the run."""
     B, Hq, L, _ = q.shape
@@ -165,6 +174,13 @@ def test_pipeline_depths(level, dtype, stages):
     D = level_dims(level)[0] if level_dims(level) else 320
     need(dtype, D, level)
     q, k, v = rand_qkv(2, 4, 4, 300, 333, D, dtype, seed=stages)
+    if not stages_fit(dtype, D, level, stages):  # a clear error naming the argument, no launch
+        with pytest.raises(RuntimeError, match="num_stages"):
+            run_ffpa(q, k, v, True, level=level, num_stages=stages)
+        D = next((d for d in level_dims(level) if compiled(dtype, d, level) and stages_fit(dtype, d, level, stages)), None)
+        if D is None:
+            pytest.skip(f"no L{level} head dim fits {stages} stages on this device")
+        q, k, v = rand_qkv(2, 4, 4, 300, 333, D, dtype, seed=stages)
     out, _ = run_ffpa(q, k, v, True, level=level, num_stages=stages)
     assert_close_to_reference(out, q, k, v, is_causal=True, what=f"L{level} stages={stages}")
 

@@ -69,27 +69,15 @@ void sweep(int N, int H, bool causal) {
   // Run 7 (session 4): wider head-dim slices per pipeline step (fewer barriers per KV tile), with
   // padded rows where the XOR swizzle cannot cover the width (160, 224). The first variant of
   // each D is L1's table entry at its default stage count: the reference output and speed.
-  variant<D, L1Tile<D, D>>("L1 table", pr, 0, ref, ref, true);
-  // Run 8: stage counts and resident Q for the run-7 winners.
-  if constexpr (D == 320) {
-    variant<D, Tile<4, 2, 128, 160>>("4x2 Bc128 c160 pad", pr, 2, out, ref, false);
-    variant<D, Tile<4, 2, 128, 160>>("4x2 Bc128 c160 pad", pr, 3, out, ref, false);
-    variant<D, Tile<4, 2, 128, 160, true>>("4x2 Bc128 c160 pad qres", pr, 2, out, ref, false);
-    variant<D, Tile<4, 2, 128, 160, true>>("4x2 Bc128 c160 pad qres", pr, 3, out, ref, false);
-    variant<D, Tile<4, 2, 128, 64, true>>("4x2 Bc128 c64 qres", pr, 3, out, ref, false);
-  } else if constexpr (D == 384) {
-    variant<D, Tile<4, 2, 128, 128, false, 0, 1, kPad>>("4x2 Bc128 c128 pad", pr, 2, out, ref, false);
-    variant<D, Tile<4, 2, 128, 128, false, 0, 1, kPad>>("4x2 Bc128 c128 pad", pr, 3, out, ref, false);
-    variant<D, Tile<4, 2, 128, 128, true, 0, 1, kPad>>("4x2 Bc128 c128 pad qres", pr, 2, out, ref, false);
-    variant<D, Tile<4, 2, 128, 192, false, 0, 1, kPad>>("4x2 Bc128 c192 pad", pr, 2, out, ref, false);
-  } else if constexpr (D == 448 || D == 512) {
-    variant<D, Tile<4, 2, 128, 64, false, 0, 1, kPad>>("4x2 Bc128 c64 pad", pr, 2, out, ref, false);
-    variant<D, Tile<4, 2, 128, 64, false, 0, 1, kPad>>("4x2 Bc128 c64 pad", pr, 3, out, ref, false);
-    variant<D, Tile<4, 2, 128, 64, false, 0, 1, kPad>>("4x2 Bc128 c64 pad", pr, 4, out, ref, false);
-    variant<D, Tile<4, 2, 128, 64, true, 0, 1, kPad>>("4x2 Bc128 c64 pad qres", pr, 3, out, ref, false);
-  } else if constexpr (D == 576) {
-    variant<D, Tile<2, 4, 128, 192, false, 0, 1, kPad>>("2x4 Bc128 c192 pad", pr, 2, out, ref, false);
-    variant<D, Tile<2, 4, 128, 64, false, 0, 1, kPad>>("2x4 Bc128 c64 pad", pr, 3, out, ref, false);
+  if constexpr (D <= 1024) variant<D, L1Tile<D, D>>("L1 table", pr, 0, ref, ref, true);
+  else variant<D, L3Tile, Level::kL3>("L3 table", pr, 3, ref, ref, true);
+  // Run 10: L3 with wider KV tiles (more FLOPs per byte of K/V and workspace traffic).
+  if constexpr (D >= 768) {
+    variant<D, L3Tile, Level::kL3>("L3 table 4x2 Bc128 c64", pr, 3, out, ref, false);
+    variant<D, Tile<4, 2, 256, 64>, Level::kL3>("L3 4x2 Bc256 c64", pr, 2, out, ref, false);
+    variant<D, Tile<4, 2, 256, 64>, Level::kL3>("L3 4x2 Bc256 c64", pr, 3, out, ref, false);
+    variant<D, Tile<4, 2, 192, 64>, Level::kL3>("L3 4x2 Bc192 c64", pr, 3, out, ref, false);
+    variant<D, Tile<2, 4, 256, 64>, Level::kL3>("L3 2x4 Bc256 c64", pr, 3, out, ref, false);
   }
   CK(cudaFree(pr.q));
   CK(cudaFree(pr.k));
@@ -114,6 +102,7 @@ int main(int argc, char** argv) {
   sweep<640>(N, H, causal);
   sweep<768>(N, H, causal);
   sweep<1024>(N, H, causal);
+  sweep<2048>(N / 2, H, causal);
 #endif
   return 0;
 }
