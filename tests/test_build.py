@@ -76,8 +76,8 @@ def test_shared_memory_does_not_grow_with_head_dim(family):
         assert all(len(v) == 1 for v in by_tile.values()), by_tile
         assert all(c["num_stages"] == stages for c in cfgs.values())
         # The bound: the largest stage of the tables (L1 at 320: 64 + 128 rows of 160 columns,
-        # padded by 8) at this depth, independent of D.
-        bound = stages * (64 + 128) * (160 + 8) * 2 + 64 * 128 * 2 + 4 * 64 * 4
+        # padded by 8) at this depth and the largest P tile (L3: 64 x 256), independent of D.
+        bound = stages * (64 + 128) * (160 + 8) * 2 + 64 * 256 * 2 + 4 * 64 * 4
         assert all(c["smem_bytes"] <= bound for c in cfgs.values()), (bound, cfgs)
 
 
@@ -181,17 +181,21 @@ def test_op_schema_is_the_one_python_calls():
 
 
 def test_level_heuristic_rule():
-    """Auto calls above the FA-2 head dims: L1 wherever it is compiled up to Dv = 1024, L3 beyond
-    (and where L1 is missing), L2 only when it is the one level compiled (it recomputes Q@K^T)."""
+    """Auto calls above the FA-2 head dims: L1 up to Dv = 576 (its 64-row tiles), L3 beyond (and
+    where L1 is missing), L1 where L3 is missing, L2 only when it is the one level compiled (it
+    recomputes Q@K^T)."""
     import ffpa_attn._C as C
 
     pick = lambda d, levels, L=8192: C.pick_ffpa_level(d, d, L, L, 32, levels)  # noqa: E731
-    for d in (320, 576, 1024):
+    for d in (320, 512, 576):
         assert pick(d, [1, 2, 3]) == 1
         assert pick(d, [1, 2, 3], L=17) == 1
         assert pick(d, [2, 3]) == 3
         assert pick(d, [2]) == 2
     assert C.pick_ffpa_level(576, 512, 100, 100, 4, [1, 2, 3]) == 1
+    for d in (640, 768, 1024):  # L1 drops to 32-row blocks; L3 keeps 64 x 256 tiles
+        assert pick(d, [1, 2, 3]) == 3
+        assert pick(d, [1, 2]) == 1
     for d in (2048, 4096):
         assert pick(d, [1, 2, 3]) == 3
         assert pick(d, [1]) == 1  # only what exists (the registry has no L1 kernel that wide)

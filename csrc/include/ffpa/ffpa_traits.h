@@ -89,10 +89,12 @@ using L1Tile = std::conditional_t<kHeadDim % L1TileForDv<kHeadDimV>::chunk_d == 
 // tiles, 64-wide slices, 256-wide Dv groups (the last group of a Dv that 256 does not divide
 // is narrower; its block skips the missing slices).
 using L2Tile = Tile<4, 2, 128, 64, false, 256>;
-// L3: one tile at every head dim. Bc = 128 halves the workspace traffic per FLOP against 64 and
-// needs ~230 registers (one block per SM); tune run 5 (docs/tuning_l1.md, H100): 150 / 117 / 120
-// TFLOPS at D = 512 / 1024 / 2048 against 58 / 57 / 61 for the 2-blocks-per-SM Bc = 64 tile.
-using L3Tile = Tile<4, 2, 128, 64>;
+// L3: one tile at every head dim. Its speed follows FLOPs per byte of K/V and workspace traffic,
+// which grows with Bc: runs 5 and 10-12 (docs/tuning_l1.md) went from Bc = 64 (2 blocks/SM, ~57
+// TFLOPS) to 128 (~120-145) to 256 (~165-185 at D = 1024 and 2048, one block per SM). Bc = 256
+// needs padded rows (the swizzle's addresses spilled 248 B) and P read from shared memory per
+// k-step instead of 64 held registers (FfpaFwd::kHoldP).
+using L3Tile = Tile<4, 2, 256, 64, false, 0, 1, SmemLayout::kPad>;
 
 template <Level kLevel, int kHeadDim, int kHeadDimV>
 using FfpaTile = std::conditional_t<kLevel == Level::kL1, L1Tile<kHeadDim, kHeadDimV>,
@@ -136,7 +138,7 @@ struct FfpaTraits {
   using QTile = StageTile<Cfg::layout, kBlockM, kChunkD>;
   using KTile = StageTile<Cfg::layout, kBlockN, kChunkD>;
   using VTile = KTile;
-  using PTile = SwizzledTile<kBlockM, kBlockN>;
+  using PTile = SmemTile<kBlockM, kBlockN>;  // swizzled where conflict-free (Bc = 64, 128, 256), else padded
   static constexpr bool kSmemPadded = QTile::kAnyRowStep;  // padded rows (else swizzled)
   static constexpr int kQSliceBytes = QTile::kBytes;
   static constexpr int kKSliceBytes = KTile::kBytes;
@@ -148,7 +150,7 @@ struct FfpaTraits {
   static constexpr int kVItemBytes = kVSliceBytes + kOSliceBytes;
   static constexpr int kStageBytes = kQKItemBytes > kVItemBytes ? kQKItemBytes : kVItemBytes;
   static constexpr int kQResidentBytes = kQResident ? kChunksQK * kQSliceBytes : 0;
-  static constexpr int kPBytes = kBlockM * kBlockN * 2;
+  static constexpr int kPBytes = PTile::kBytes;
   static constexpr int kRedBytes = kWarpsN * kBlockM * 4;
   static constexpr int smem_bytes(int stages) {
     return kQResidentBytes + stages * kStageBytes + kPBytes + kRedBytes;

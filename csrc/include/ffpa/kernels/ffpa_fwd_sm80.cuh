@@ -439,14 +439,14 @@ struct FfpaFwd {
       }
 
       // ---- O += P @ V_j, one kChunkD slice of the block's Dv columns per pipeline step ----
-      uint32_t p_frag[Traits::kKStepsPV][4];
+      uint32_t p_frag[kHeldPSteps][4];  // P's A fragments when held through the V slices
       if constexpr (kLevel != Level::kL3) {
 #pragma unroll
         for (int c = 0; c < kChunksV; ++c, slot = next_slot(b, slot)) {
           if (kLevel == Level::kL2 && c >= b.nv) break;  // narrower last group (block-uniform)
           acquire(p, w, b, pr, tid);  // its barrier also publishes the P tile written above
           if (c == 0) load_p(p_frag, p_smem, wm, lane);
-          pv_slice(o_acc[c], p_frag, stage_addr(b, slot), wn, lane);
+          pv_slice(o_acc[c], p_frag, p_smem, stage_addr(b, slot), wm, wn, lane);
         }
       } else {
         const bool first = j == b.first_tile;
@@ -486,7 +486,7 @@ struct FfpaFwd {
               acc[n].zero();
             }
           }
-          pv_slice(acc, p_frag, stage, wn, lane);
+          pv_slice(acc, p_frag, p_smem, stage, wm, wn, lane);
           if (Traits::kPVHalf && !first) load_prev();
           float o[kNTilesO][4];
 #pragma unroll
@@ -544,30 +544,45 @@ struct FfpaFwd {
     }
   }
 
-  // The P tile's A fragments for all k-steps of P@V (loaded once per KV tile).
-  static __device__ __forceinline__ void load_p(uint32_t (&p_frag)[Traits::kKStepsPV][4], uint32_t p_smem, int wm,
+  // The P tile's A fragments for all k-steps of P@V, loaded once per KV tile and held through
+  // its V slices when they fit (kHoldP: Bc <= 128, 32 registers); wider KV tiles (L3's Bc = 256
+  // would hold 64) read each k-step's fragment from shared memory in pv_slice instead.
+  static constexpr bool kHoldP = Traits::kKStepsPV <= 8;
+  static constexpr int kHeldPSteps = kHoldP ? Traits::kKStepsPV : 1;
+  static __device__ __forceinline__ void load_p(uint32_t (&p_frag)[kHeldPSteps][4], uint32_t p_smem, int wm,
                                                 int lane) {
+    if constexpr (kHoldP) {
 #pragma unroll
-    for (int ks = 0; ks < Traits::kKStepsPV; ++ks)
-      ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::unit_offset(wm * 16 + lane % 16, ks * 2 + lane / 16));
+      for (int ks = 0; ks < Traits::kKStepsPV; ++ks)
+        ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::unit_offset(wm * 16 + lane % 16, ks * 2 + lane / 16));
+    }
   }
 
   // acc += P @ V[:, slice]: this warp's kNTilesO n8 tiles of one kChunkD slice.
-  static __device__ __forceinline__ void pv_slice(OFrag (&acc)[kNTilesO], const uint32_t (&p_frag)[Traits::kKStepsPV][4],
-                                                  uint32_t v_smem, int wn, int lane) {
+  static __device__ __forceinline__ void pv_slice(OFrag (&acc)[kNTilesO], const uint32_t (&p_frag)[kHeldPSteps][4],
+                                                  uint32_t p_smem, uint32_t v_smem, int wm, int wn, int lane) {
 #pragma unroll
     for (int ks = 0; ks < Traits::kKStepsPV; ++ks) {
+      auto step = [&](const uint32_t(&a)[4]) {
 #pragma unroll
-      for (int np = 0; np < kNTilesO / 2; ++np) {
-        // Transposed matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15).
-        uint32_t bv[4];
-        const int vrow = ks * 16 + ((lane / 8) % 2) * 8 + lane % 8;
-        const int vunit = (wn * Traits::kWarpColsO + np * 16) / 8 + lane / 16;
-        ptx::ldmatrix_m8n8_x4_trans(bv, v_smem + VTile::unit_offset(vrow, vunit));
-        const uint32_t b0[2] = {bv[0], bv[1]};
-        const uint32_t b1[2] = {bv[2], bv[3]};
-        acc[2 * np].mma(p_frag[ks], b0);
-        acc[2 * np + 1].mma(p_frag[ks], b1);
+        for (int np = 0; np < kNTilesO / 2; ++np) {
+          // Transposed matrices: (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15).
+          uint32_t bv[4];
+          const int vrow = ks * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+          const int vunit = (wn * Traits::kWarpColsO + np * 16) / 8 + lane / 16;
+          ptx::ldmatrix_m8n8_x4_trans(bv, v_smem + VTile::unit_offset(vrow, vunit));
+          const uint32_t b0[2] = {bv[0], bv[1]};
+          const uint32_t b1[2] = {bv[2], bv[3]};
+          acc[2 * np].mma(a, b0);
+          acc[2 * np + 1].mma(a, b1);
+        }
+      };
+      if constexpr (kHoldP) {
+        step(p_frag[ks]);
+      } else {
+        uint32_t a[4];
+        ptx::ldmatrix_m8n8_x4(a, p_smem + PTile::unit_offset(wm * 16 + lane % 16, ks * 2 + lane / 16));
+        step(a);
       }
     }
   }
