@@ -14,10 +14,12 @@ in bench_report.py (re-exported here).  The module is importable (tests load it 
 importlib); the pure helpers are ``causal_pairs``, ``attn_flops``, ``compute_tflops``,
 ``blocksparse_mask``, ``make_tables``, ``make_plots``, ``resolve_args`` and ``main(argv)``.
 
-Timing: when triton imports, ``triton.testing.do_bench(fn, warmup=W, rep=I,
-return_mode="median")`` is used and ``--warmup``/``--iters`` are *milliseconds*
-budgets.  Without triton a CUDA-event loop is used and they are *counts*
-(``--warmup`` untimed calls, then the median of ``--iters`` timed calls).
+Timing (``_time_interleaved``): CUDA events around single calls, interleaved across the kernels
+of one cell. After each kernel's checked first call and ``--warmup`` ms of untimed calls, the
+kernels are called in rounds (every kernel once per round, the order rotated each round) for
+about ``--iters`` ms per kernel, at least 5 rounds; each kernel's figure is the median of its
+rounds. Interleaving keeps clock and thermal drift out of the ratios: a kernel timed right
+after a heavy one sees the same drift as its baseline, not a fresher or hotter GPU.
 """
 from __future__ import annotations
 
@@ -141,9 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"{MASK_BLOCK}x{MASK_BLOCK} blocks in a checkerboard, diagonal blocks kept "
                         "(with causal: ANDed with the causal mask); TFLOPS count dense flops")
     p.add_argument("--warmup", type=int, default=None,
-                   help="warmup: ms budget for triton do_bench, else call count (default 25)")
+                   help="untimed warm-up per kernel and cell, ms (default 25)")
     p.add_argument("--iters", type=int, default=None,
-                   help="timing: ms budget (rep) for triton do_bench, else call count (default 100)")
+                   help="timed rounds per cell: about this many ms per kernel (default 100)")
     p.add_argument("--kernels", nargs="+", default=None,
                    help=f"kernels to run (default {' '.join(DEFAULT_KERNELS)}; "
                         "sdpa_math only with --with-math or when listed)")
@@ -273,34 +275,48 @@ class _Progress:
             self.bar.close()
 
 
-def _get_timer(warmup, iters):
-    """Return (timer(fn) -> median ms, description)."""
+MIN_ROUNDS, MAX_ROUNDS = 5, 200
+
+
+def _time_one(fn):
     import torch
-    try:
-        import triton.testing
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    fn()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e)
 
-        def timer(fn):
-            return float(triton.testing.do_bench(fn, warmup=warmup, rep=iters,
-                                                 return_mode="median"))
-        return timer, f"triton.testing.do_bench(warmup={warmup}ms, rep={iters}ms, median)"
-    except Exception:  # triton missing or broken
-        pass
 
-    def timer(fn):
-        for _ in range(max(warmup, 0)):
+def _time_interleaved(fns, warmup_ms, iters_ms):
+    """Median ms of each closure in ``fns`` (see the module docstring): per-kernel warm-up,
+    then rounds that call every kernel once, in an order rotated each round."""
+    import torch
+    if not fns:
+        return []
+    est = [max(_time_one(fn), 1e-3) for fn in fns]
+    for fn, t in zip(fns, est):
+        for _ in range(max(1, round(warmup_ms / t))):
             fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(max(iters, 1)):
-            s = torch.cuda.Event(enable_timing=True)
-            e = torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    rounds = min(MAX_ROUNDS, max(MIN_ROUNDS, round(iters_ms / statistics.mean(est))))
+    n = len(fns)
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+               for _ in range(rounds)] for _ in range(n)]
+    for r in range(rounds):
+        for i in range(n):
+            k = (i + r) % n
+            s, e = events[k][r]
             s.record()
-            fn()
+            fns[k]()
             e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e))
-        return float(statistics.median(times))
-    return timer, f"CUDA events (warmup={warmup} calls, median of {iters} calls)"
+    torch.cuda.synchronize()
+    return [float(statistics.median(s.elapsed_time(e) for s, e in events[k])) for k in range(n)]
+
+
+def _timer_desc(warmup, iters):
+    return (f"CUDA events, kernels interleaved per round (warmup {warmup} ms each, about {iters} ms "
+            f"of rounds per kernel, {MIN_ROUNDS}..{MAX_ROUNDS} rounds), median")
 
 
 def _build_info():
@@ -476,9 +492,9 @@ def _select_kernels(args, ffpa, info):
 class _Sweep:
     """State of one run: what was measured, skipped or failed, and how to time it."""
 
-    def __init__(self, args, kernels, ffpa, pairs, timer, prog):
+    def __init__(self, args, kernels, ffpa, pairs, prog):
         self.args, self.kernels, self.ffpa, self.pairs = args, kernels, ffpa, pairs
-        self.timer, self.prog = timer, prog
+        self.prog = prog
         self.results, self.skipped, self.failures = [], [], []
 
     def skip(self, kname, dt, D, causal, shape, reason):
@@ -521,6 +537,7 @@ def _run_cell(sw, shape, dt, dtype, causal, D, gen):
         torch.cuda.empty_cache()
         return
 
+    timed = []  # (fn, rec, desc) of the kernels that ran; timed together below
     for kname in sw.kernels:
         desc = f"{dt}{' causal' if causal else ''} B={B} H={Hq} L={L} D={D} {kname}"
         reason = _static_skip(kname, D, Dv, sw.pairs, args.mask)
@@ -543,7 +560,6 @@ def _run_cell(sw, shape, dt, dtype, causal, D, gen):
                 if args.check:
                     _record_check(sw, rec, out, ref, base_err, f"{kname} {dt} causal={causal} D={D}")
                 del out
-                ms = sw.timer(fn)
         except _SKIP_EXC as e:
             msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
             sw.skip(kname, dt, D, causal, shape, f"{type(e).__name__}: {msg}")
@@ -551,11 +567,17 @@ def _run_cell(sw, shape, dt, dtype, causal, D, gen):
                 torch.cuda.empty_cache()
             sw.prog.update(desc + " (skip)")
             continue
+        timed.append((fn, rec, desc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        times = _time_interleaved([t[0] for t in timed], args.warmup, args.iters)
+    for (_, rec, desc), ms in zip(timed, times):
         rec["ms"] = ms
         # Dense (or causal) flop count even with a mask: the numbers compare as time ratios.
         rec["tflops"] = compute_tflops(B, Hq, L, S, D, Dv, causal, ms)
         sw.results.append(rec)
         sw.prog.update(f"{desc} {rec['tflops']:.1f} TFLOPS")
+    del timed
     del q, k, v, ref, mask, expand_cache
     torch.cuda.empty_cache()
 
@@ -586,7 +608,7 @@ def run_gpu(args) -> int:
 
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
     causals = [False, True] if args.causal_both else [bool(args.causal)]
-    timer, timer_desc = _get_timer(args.warmup, args.iters)
+    timer_desc = _timer_desc(args.warmup, args.iters)
 
     ffpa, info, note = (None, None, "")
     if any(base_kernel(k) in OUR_KERNELS for k in args.kernels):
@@ -603,7 +625,7 @@ def run_gpu(args) -> int:
 
     prog = _Progress(len(args.shapes) * len(args.dtype) * len(causals) * len(args.D)
                      * max(len(kernels), 1))
-    sw = _Sweep(args, kernels, ffpa, _compiled_pairs(info), timer, prog)
+    sw = _Sweep(args, kernels, ffpa, _compiled_pairs(info), prog)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(args.seed)
     for shape in args.shapes:

@@ -314,3 +314,50 @@ def test_from_json_roundtrip_with_mask(tmp_path):
     assert proc.returncode == 0, proc.stderr
     md = (tmp_path / "out" / "bench_bf16_blocksparse.md").read_text()
     assert "FA2 (ours) speedup vs SDPA FA" in md
+
+
+def test_interleaved_timer_medians_and_rotation(monkeypatch):
+    """_time_interleaved on a fake clock: each kernel's median is its own duration even while
+    the 'GPU' drifts slower over time, every round calls every kernel once, and the order
+    rotates (each kernel goes first in some round)."""
+    import torch
+
+    clock = {"t": 0.0, "drift": 1.0}
+    calls = []
+
+    class FakeEvent:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = clock["t"]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return other.t - self.t
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+
+    def kernel(name, ms):
+        def fn():
+            calls.append(name)
+            clock["t"] += ms * clock["drift"]
+            clock["drift"] *= 1.0001  # slowly heating up
+        return fn
+
+    fns = [kernel("a", 2.0), kernel("b", 1.0), kernel("c", 4.0)]
+    times = bench._time_interleaved(fns, warmup_ms=10, iters_ms=40)
+    assert [round(t, 1) for t in times] == [2.0, 1.0, 4.0], times
+    warm = 3 + 5 + 10 + 2  # one estimate call each, then 10 ms of warm-up each (2.5 -> 2 calls)
+    timed = calls[warm:]
+    rounds = len(timed) // 3
+    assert calls[:warm] == ["a", "b", "c"] + ["a"] * 5 + ["b"] * 10 + ["c"] * 2
+    assert rounds >= bench.MIN_ROUNDS and len(timed) == 3 * rounds
+    firsts = {timed[3 * r] for r in range(rounds)}
+    assert firsts == {"a", "b", "c"}, firsts
+    for r in range(rounds):
+        assert sorted(timed[3 * r: 3 * r + 3]) == ["a", "b", "c"]
+    assert bench._time_interleaved([], 10, 40) == []

@@ -1,4 +1,4 @@
-"""The FA-2 kernel family (head dims <= 256) on the GPU against a float64 reference: dtype x head dim
+"""The FA-2 kernel family (head dims <= 256, and 320) on the GPU against a float64 reference: dtype x head dim
 x causal (none, top-left, bottom-right) x GQA, odd lengths, masks (bool, additive, block-sparse,
 padding), Ev != E, layouts, LSE, torch.compile, CUDA graphs, opcheck and the op's mask checks.
 

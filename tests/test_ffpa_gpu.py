@@ -276,8 +276,8 @@ def test_l3_persistent_grid_walks_every_item(D):
 
 
 def test_auto_level_runs_the_heuristic_choice():
-    """level=None on a large head dim runs an FFPA level (whichever the heuristic picks) and is
-    correct; D=2048 (beyond L1/L2) must run on L3."""
+    """level=None on a large head dim runs our kernels (D=320: the FA-2 family where it is
+    compiled, else the heuristic's FFPA level) and is correct; D=2048 (beyond L1/L2) runs on L3."""
     for D in (320, 2048):
         dtype = torch.bfloat16
         fams = [lv for lv in LEVELS if compiled(dtype, D, lv)]

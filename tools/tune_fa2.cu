@@ -69,6 +69,14 @@ void sweep(int B, int H, int N, bool causal) {
   } else if constexpr (D <= 96) {
     variant<D, Fa2Tile<8, 2, 64, false, 1, true, true>>("8w x2 Bc64 earlyV", pr, 3, false);
     variant<D, Fa2Tile<4, 2, 64, false, 1, false, true>>("4w x2 Bc64 nopf earlyV", pr, 3, false);
+  } else if constexpr (D > 256) {
+    // Session 5: the coarse tiling past its table (D = 320), against FFPA L1 in tune_l1 run 13.
+    variant<D, Fa2Tile<8, 1, 64, false, 1, false, true>>("8w x1 Bc64 nopf earlyV", pr, 2, false);
+    variant<D, Fa2Tile<8, 1, 32, false, 1, false, true>>("8w x1 Bc32 nopf earlyV", pr, 3, false);
+    variant<D, Fa2Tile<8, 1, 32, false, 1, false, false>>("8w x1 Bc32 nopf", pr, 3, false);
+    variant<D, Fa2Tile<4, 1, 32, false, 1, false, true>>("4w x1 Bc32 nopf earlyV", pr, 3, false);
+    variant<D, Fa2Tile<8, 1, 48, false, 1, false, true>>("8w x1 Bc48 nopf earlyV", pr, 3, false);
+    variant<D, Fa2Tile<8, 1, 16, false, 1, false, true>>("8w x1 Bc16 nopf earlyV", pr, 4, false);
   } else {
     variant<D, Fa2Tile<8, 1, 64, false, 1, false, true>>("8w x1 Bc64 nopf earlyV", pr, 2, false);
     variant<D, Fa2Tile<4, 1, 64, false, 1, false, true>>("4w x1 Bc64 nopf earlyV", pr, 3, false);
@@ -86,7 +94,9 @@ int main(int argc, char** argv) {
   const int H = argc > 2 ? std::atoi(argv[2]) : 32;
   const int N = argc > 3 ? std::atoi(argv[3]) : 8192;
   const bool causal = argc > 4 && std::atoi(argv[4]) != 0;
-#ifndef TUNE_DIMS
+#if defined(TUNE_D)
+  sweep<TUNE_D>(B, H, N, causal);  // -DTUNE_D=320: one head dim (the table beyond 256 is for study)
+#elif !defined(TUNE_DIMS)
   sweep<32>(B, H, N, causal);
   sweep<64>(B, H, N, causal);
   sweep<96>(B, H, N, causal);

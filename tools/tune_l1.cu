@@ -78,6 +78,15 @@ void sweep(int N, int H, bool causal) {
     variant<D, Tile<4, 2, 128, 64>, Level::kL3>("L3 4x2 Bc128 c64 (session 3)", pr, 3, out, ref, false);
     variant<D, Tile<4, 2, 224, 64, false, 0, 1, kPad>, Level::kL3>("L3 4x2 Bc224 c64 pad", pr, 2, out, ref, false);
   }
+  // Run 13 (session 5): D = 320, the one head dim short of its target: L3's Bc = 256 tile, L1 with
+  // Bc = 256, and warps split along the rows only (FA-2's shape, the head dim still sliced).
+  if constexpr (D == 320) {
+    variant<D, L3Tile, Level::kL3>("L3 table 4x2 Bc256 c64 pad", pr, 0, out, ref, false);
+    variant<D, Tile<4, 2, 256, 64, false, 0, 1, kPad>>("L1 4x2 Bc256 c64 pad", pr, 0, out, ref, false);
+    variant<D, Tile<8, 1, 64, 64, false, 0, 1, kPad>>("L1 8x1 Bc64 c64 pad", pr, 0, out, ref, false);
+    variant<D, Tile<4, 1, 64, 64, false, 0, 1, kPad>>("L1 4x1 Bc64 c64 pad", pr, 0, out, ref, false);
+    variant<D, Tile<8, 1, 32, 64, false, 0, 1, kPad>>("L1 8x1 Bc32 c64 pad", pr, 0, out, ref, false);
+  }
   CK(cudaFree(pr.q));
   CK(cudaFree(pr.k));
   CK(cudaFree(pr.v));

@@ -12,7 +12,7 @@ namespace ffpa::launch {
 enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
 
 // Kernel families: FFPA (large head dims, fine-grained head-dim slices; has levels) and FA-2
-// (head dims <= 256, whole head dim per tile).
+// (head dims <= 256 and 320, whole head dim per tile).
 enum class Family : int { kFfpa = 0, kFa2 = 1 };
 
 // How one launch is cut, as the kernel will see it; registers/local memory filled on request.

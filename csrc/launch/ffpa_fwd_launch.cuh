@@ -25,7 +25,7 @@ struct FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::Impl {
   static cudaError_t prepare(int requested_stages, int* stages, int* smem) {
     *stages = pick_stages(requested_stages);
     *smem = Traits::smem_bytes(*stages);
-    if (*smem > max_smem_optin()) return cudaErrorInvalidConfiguration;
+    if (*smem > max_dynamic_smem(kernel())) return cudaErrorInvalidConfiguration;
     return opt_in_smem(kernel(), Traits::smem_bytes(kMaxStages), smem_opted_in);
   }
   // L3's persistent grid: the blocks that are resident on the device at once, at most one per

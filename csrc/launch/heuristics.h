@@ -57,18 +57,33 @@ inline int default_stages(int stage_bytes, int fixed_bytes, int blocks_per_sm = 
   return 1;
 }
 
+// Dynamic shared memory a launch of `kernel` may use on the current device: the opt-in limit
+// less the kernel's static __shared__ variables (they count against the same limit).
+template <typename Kernel>
+int max_dynamic_smem(Kernel kernel) {
+  cudaFuncAttributes attr{};
+  const int limit = max_smem_optin();
+  if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) return limit;
+  return limit - static_cast<int>(attr.sharedSizeBytes);
+}
+
 // Raise a kernel's dynamic shared-memory limit once per device (not a stream operation, so it
-// is also safe before CUDA-graph capture). `done` is the caller's per-kernel flag array: the
-// kernels share one function-pointer type, so the flags cannot live here.
+// is also safe before CUDA-graph capture) to `bytes`, clamped to what the device allows.
+// `done` is the caller's per-kernel flag array: the kernels share one function-pointer type, so
+// the flags cannot live here.
 template <typename Kernel>
 cudaError_t opt_in_smem(Kernel kernel, int bytes, bool (&done)[64]) {
   int dev = 0;
   cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) return err;
   if (dev >= 0 && dev < 64 && done[dev]) return cudaSuccess;
-  const int limit = max_smem_optin();
+  const int limit = max_dynamic_smem(kernel);
   err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes < limit ? bytes : limit);
-  if (err == cudaSuccess && dev >= 0 && dev < 64) done[dev] = true;
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it so it does not surface at the caller's next CUDA call
+    return err;
+  }
+  if (dev >= 0 && dev < 64) done[dev] = true;
   return err;
 }
 

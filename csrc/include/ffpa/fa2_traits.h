@@ -1,4 +1,4 @@
-// Compile-time shape of one FA-2 forward instantiation (head dims <= 256): the tile table and
+// Compile-time shape of one FA-2 forward instantiation (head dims <= 256, and 320): the tile table and
 // everything derived from it (warps, fragments per thread, shared memory). Host- and
 // device-usable, so csrc/launch sizes launches from the numbers the kernel uses.
 #pragma once
@@ -42,6 +42,9 @@ struct Fa2Tile {
 // Bc=128 spills 456 B and still runs 22% faster than the spill-free Bc=64). Above 128 the O
 // accumulator (D / 2 registers per thread at one m-tile) leaves no room for prefetch buffers:
 // one m-tile, no prefetch (prefetch there spills inside the MMA loop and runs ~6x slower).
+// D = 320 (tools/tune_fa2.cu run 8, docs/tuning_fa2.md): the O accumulator takes 160 registers, so
+// the key tile narrows to 32 to stay spill-free (252 TFLOPS; Bc = 64 spills 56 B and runs 267); it
+// beats every FFPA L1 tile at 320 (181), which is why the auto path sends D = 320 here.
 template <int kHeadDim>
 using Fa2TileFor = std::conditional_t<
     (kHeadDim <= 32), Fa2Tile<4, 2, 128, true, 1>,
@@ -51,7 +54,8 @@ using Fa2TileFor = std::conditional_t<
             (kHeadDim <= 96), Fa2Tile<4, 2, 64, false, 1, true, true>,
             std::conditional_t<(kHeadDim <= 128), Fa2Tile<4, 2, 64, false, 1>,
                                std::conditional_t<(kHeadDim <= 192), Fa2Tile<4, 1, 64, false, 1, false>,
-                                                  Fa2Tile<8, 1, 64, false, 1, false, true>>>>>>;
+                                                  std::conditional_t<(kHeadDim <= 256), Fa2Tile<8, 1, 64, false, 1, false, true>,
+                                                                     Fa2Tile<8, 1, 32, false, 1, false, true>>>>>>>;
 
 template <typename Element_, int kHeadDim_, int kHeadDimV_, typename Cfg>
 struct Fa2Traits {
