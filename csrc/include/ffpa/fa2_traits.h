@@ -42,6 +42,9 @@ struct Fa2Tile {
 // Bc=128 spills 456 B and still runs 22% faster than the spill-free Bc=64). Above 128 the O
 // accumulator (D / 2 registers per thread at one m-tile) leaves no room for prefetch buffers:
 // one m-tile, no prefetch (prefetch there spills inside the MMA loop and runs ~6x slower).
+// Run 9 (session 5, tree-shaped row max/sum, ffpa/softmax.cuh): D = 64 takes Q in registers at 2
+// blocks per SM (293 vs 282), D = 96 drops fragment prefetch (326 vs 319), D = 192 loads V early
+// (297 vs 290); all spill-free.
 // D = 320 (tools/tune_fa2.cu run 8, docs/tuning_fa2.md): the O accumulator takes 160 registers, so
 // the key tile narrows to 32 to stay spill-free (252 TFLOPS; Bc = 64 spills 56 B and runs 267); it
 // beats every FFPA L1 tile at 320 (181), which is why the auto path sends D = 320 here.
@@ -49,11 +52,11 @@ template <int kHeadDim>
 using Fa2TileFor = std::conditional_t<
     (kHeadDim <= 32), Fa2Tile<4, 2, 128, true, 1>,
     std::conditional_t<
-        (kHeadDim <= 64), Fa2Tile<4, 2, 64, false, 2, true, true>,
+        (kHeadDim <= 64), Fa2Tile<4, 2, 64, true, 2, true, true>,
         std::conditional_t<
-            (kHeadDim <= 96), Fa2Tile<4, 2, 64, false, 1, true, true>,
+            (kHeadDim <= 96), Fa2Tile<4, 2, 64, false, 1, false, true>,
             std::conditional_t<(kHeadDim <= 128), Fa2Tile<4, 2, 64, false, 1>,
-                               std::conditional_t<(kHeadDim <= 192), Fa2Tile<4, 1, 64, false, 1, false>,
+                               std::conditional_t<(kHeadDim <= 192), Fa2Tile<4, 1, 64, false, 1, false, true>,
                                                   std::conditional_t<(kHeadDim <= 256), Fa2Tile<8, 1, 64, false, 1, false, true>,
                                                                      Fa2Tile<8, 1, 32, false, 1, false, true>>>>>>>;
 

@@ -10,6 +10,7 @@
 #include "ffpa/mask.cuh"
 #include "ffpa/numeric.cuh"
 #include "ffpa/params.h"
+#include "ffpa/softmax.cuh"
 #include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/ptx/math.cuh"
@@ -45,6 +46,7 @@ struct Fa2Fwd {
   static constexpr int kNTilesO = Traits::kNTilesO;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
+  static constexpr int kSumParts = 4;  // independent partial row sums per tile (softmax.cuh)
 
   // Loop-invariant state kept in registers; everything else is read from the (constant-bank)
   // params when needed, so the hot loop's register budget goes to fragments.
@@ -352,11 +354,7 @@ struct Fa2Fwd {
       uint32_t p_frag[kMTiles][kKStepsPV][4];  // P as the A operand of P@V, b16
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        float tile_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
-#pragma unroll
-        for (int n = 0; n < kNTilesS; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], s_acc[mt][n][e]);
+        float tile_max[2] = {strip_row_max(s_acc[mt], 0), strip_row_max(s_acc[mt], 1)};
         float alpha[2], neg_m[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -379,17 +377,20 @@ struct Fa2Fwd {
             for (int e = 0; e < 4; ++e) o_acc[mt][n][e] *= alpha[e / 2];
         }
         // The accumulator layout of S n8 tiles 2kk and 2kk+1 is the A layout of k-step kk.
+        PartialSum<kSumParts> tile_sum[2];
 #pragma unroll
         for (int n = 0; n < kNTilesS; ++n) {
           float pe[4];
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             pe[e] = ptx::ex2_approx_ftz(fmaf(s_acc[mt][n][e], sf, neg_m[e / 2]));
-            row_sum[mt][e / 2] += pe[e];
+            tile_sum[e / 2].add(2 * n + e % 2, pe[e]);
           }
           p_frag[mt][n / 2][(n % 2) * 2 + 0] = Num::pack2(pe[0], pe[1]);
           p_frag[mt][n / 2][(n % 2) * 2 + 1] = Num::pack2(pe[2], pe[3]);
         }
+        row_sum[mt][0] += tile_sum[0].total();
+        row_sum[mt][1] += tile_sum[1].total();
       }
 
       // ---- O += P @ V_j: P from registers, V fragments double-buffered like K's ----

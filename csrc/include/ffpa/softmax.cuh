@@ -1,0 +1,56 @@
+// Row reductions of the online softmax over one thread's strip of m16n8 accumulator tiles
+// (kN tiles; tile n holds rows g and g + 8 at two adjacent columns: elements {0, 1} of row g,
+// {2, 3} of row g + 8). Shared by the FA-2 and FFPA kernels.
+//
+// Written as balanced trees (depth log2(2 kN)) rather than one running max / sum per row: the
+// running form is a dependent chain of 2 kN FMNMX or FADD per row every KV tile, which ncu showed
+// as the top stall ("fixed-latency dependency", a third of all stall cycles, at 2 warps per
+// scheduler: FA-2 D = 96 and 192 on an H100).
+#pragma once
+
+namespace ffpa {
+
+// max over tiles [kLo, kHi) of the two elements of row half r (0: row g, 1: row g + 8).
+template <int kLo, int kHi>
+struct StripMax {
+  template <int kN>
+  static __device__ __forceinline__ float run(const float (&acc)[kN][4], int r) {
+    if constexpr (kHi - kLo == 1) {
+      return fmaxf(acc[kLo][2 * r], acc[kLo][2 * r + 1]);
+    } else {
+      constexpr int kMid = (kLo + kHi) / 2;
+      return fmaxf(StripMax<kLo, kMid>::run(acc, r), StripMax<kMid, kHi>::run(acc, r));
+    }
+  }
+};
+
+template <int kN>
+__device__ __forceinline__ float strip_row_max(const float (&acc)[kN][4], int r) {
+  return StripMax<0, kN>::run(acc, r);
+}
+
+// A row sum kept as kParts independent partial sums (element i of a strip goes to part i %
+// kParts), added up as a tree once the strip is done: kParts chains of length 2 kN / kParts.
+template <int kParts>
+struct PartialSum {
+  float part[kParts];
+  __device__ __forceinline__ PartialSum() {
+#pragma unroll
+    for (int i = 0; i < kParts; ++i) part[i] = 0.f;
+  }
+  __device__ __forceinline__ void add(int i, float x) { part[i % kParts] += x; }
+  __device__ __forceinline__ float total() const { return tree<0, kParts>(); }
+
+ private:
+  template <int kLo, int kHi>
+  __device__ __forceinline__ float tree() const {
+    if constexpr (kHi - kLo == 1) {
+      return part[kLo];
+    } else {
+      constexpr int kMid = (kLo + kHi) / 2;
+      return tree<kLo, kMid>() + tree<kMid, kHi>();
+    }
+  }
+};
+
+}  // namespace ffpa
