@@ -11,6 +11,7 @@ TRAITS = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)ENS_4TileI
 ACC = re.compile(r"AccModeE(\d)")
 ACC_NAMES = {"0": "", "1": " fp16acc", "2": " mixedacc"}
 FA2 = re.compile(r"Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_7Fa2TileILi(\d+)ELi(\d+)ELi(\d+)E")
+FA2_STAGES = re.compile(r"ELi(\d)EEEvNS_9FwdParamsE$")  # one FA-2 kernel per ring depth
 DT = {"6__half": "fp16", "13__nv_bfloat16": "bf16"}
 
 
@@ -33,7 +34,8 @@ def main(path):
             elif f:
                 dt, d, dv, w, mt, bn = f.groups()
                 name = int(d) if d == dv else f"{d}/{dv}"
-                rows.append(("FA2", DT.get(dt, dt), name, cur[1], 16 * int(mt) * int(w), int(bn), int(d),
+                st = FA2_STAGES.search(cur[0])
+                rows.append((f"FA2 {st.group(1)}-stage" if st else "FA2", DT.get(dt, dt), name, cur[1], 16 * int(mt) * int(w), int(bn), int(d),
                              32 * int(w), int(m.group(1)), frame))
             cur = None
     print("| kernel | dtype | D | arch | Br | Bc | chunk | threads | registers | spill st/ld (B) | stack (B) |")

@@ -18,7 +18,7 @@ struct Problem {
 template <int D, typename Cfg>
 void variant(const char* name, const Problem& pr, int stages, bool is_ref) {
   using Traits = ffpa::Fa2Traits<Elem, D, D, Cfg>;
-  auto kernel = ffpa::attn::fa2_fwd_kernel<Traits>;
+  auto kernel = ffpa::attn::fa2_fwd_kernel_for<Traits>(stages);
   const int smem = Traits::smem_bytes(stages);
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
     std::printf("D=%4d %-28s stages=%d smem=%d: does not fit\n", D, name, stages, smem);

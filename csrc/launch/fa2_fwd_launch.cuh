@@ -15,9 +15,11 @@ template <typename Element, int kHeadDim, int kHeadDimV>
 struct Fa2Launcher<Element, kHeadDim, kHeadDimV>::Impl {
   using Traits = Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2TileFor<(kHeadDim > kHeadDimV ? kHeadDim : kHeadDimV)>>;
   static constexpr int kMaxStages = 4;
-  static inline bool smem_opted_in[64] = {};
+  static inline bool smem_opted_in[kMaxStages + 1][64] = {};  // per ring depth (one kernel each), per device
   static int pick_stages(int requested) {
-    return requested > 0 ? requested : default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocks);
+    if (requested > 0) return requested;
+    if (Traits::kStages > 0 && Traits::smem_bytes(Traits::kStages) <= max_smem_optin()) return Traits::kStages;
+    return default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocks);
   }
 };
 
@@ -41,7 +43,7 @@ cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV>::info(int num_stages, bool
   k.num_stages = Impl::pick_stages(num_stages);
   k.smem_bytes = Traits::smem_bytes(k.num_stages);
   if (query_attributes) {
-    const cudaError_t err = query_kernel_attributes(attn::fa2_fwd_kernel<Traits>, &k);
+    const cudaError_t err = query_kernel_attributes(attn::fa2_fwd_kernel_for<Traits>(k.num_stages), &k);
     if (err != cudaSuccess) return err;
   }
   *out = k;
@@ -58,9 +60,11 @@ cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV>::run(FwdParams p, cudaStre
   p.num_stages = Impl::pick_stages(p.num_stages);
   const int smem = Traits::smem_bytes(p.num_stages);
   if (smem > max_smem_optin()) return cudaErrorInvalidConfiguration;
-  const cudaError_t err = opt_in_smem(attn::fa2_fwd_kernel<Traits>, Traits::smem_bytes(Impl::kMaxStages), Impl::smem_opted_in);
+  const auto kernel = attn::fa2_fwd_kernel_for<Traits>(p.num_stages);
+  if (kernel == nullptr) return cudaErrorInvalidValue;
+  const cudaError_t err = opt_in_smem(kernel, smem, Impl::smem_opted_in[p.num_stages]);
   if (err != cudaSuccess) return err;
-  return launch_batched<Element>(attn::fa2_fwd_kernel<Traits>, p, Traits::kBlockM, Traits::kThreads, smem, stream);
+  return launch_batched<Element>(kernel, p, Traits::kBlockM, Traits::kThreads, smem, stream);
 }
 
 }  // namespace ffpa::launch

@@ -19,8 +19,9 @@ namespace ffpa {
 // early_v waits for V_j (and issues the next K) before the softmax instead of after it.
 // prefetch_q (with prefetch) double-buffers the Q fragments too; without it they are loaded
 // just in time once per k-step (8 fewer registers per m-tile).
+// stages, when nonzero, is the ring depth auto calls use (else the deepest of 3, 2 that fits).
 template <int kWarps_, int kMTiles_, int kBlockN_, bool kQInRegs_, int kMinBlocks_ = 1, bool kPrefetch_ = true,
-          bool kEarlyV_ = false, bool kPrefetchQ_ = true>
+          bool kEarlyV_ = false, bool kPrefetchQ_ = true, int kStages_ = 0>
 struct Fa2Tile {
   static constexpr int warps = kWarps_;
   static constexpr int m_tiles = kMTiles_;
@@ -30,6 +31,7 @@ struct Fa2Tile {
   static constexpr bool prefetch = kPrefetch_;
   static constexpr bool early_v = kEarlyV_;
   static constexpr bool prefetch_q = kPrefetchQ_;
+  static constexpr int stages = kStages_;
 };
 
 // The FA-2 tile table, keyed by head dim (D = max(E, Ev) for unequal pairs).
@@ -46,8 +48,11 @@ struct Fa2Tile {
 // blocks per SM (293 vs 282), D = 96 drops fragment prefetch (326 vs 319), D = 192 loads V early
 // (297 vs 290); all spill-free.
 // D = 320 (tools/tune_fa2.cu run 8, docs/tuning_fa2.md): the O accumulator takes 160 registers, so
-// the key tile narrows to 32 to stay spill-free (252 TFLOPS; Bc = 64 spills 56 B and runs 267); it
-// beats every FFPA L1 tile at 320 (181), which is why the auto path sends D = 320 here.
+// the key tile narrows to 32 and the ring to 2 stages to stay spill-free (268 TFLOPS after run 10;
+// Bc = 64 spills 40-60 B); it beats every FFPA L1 tile at 320 (181), which is why the auto path
+// sends D = 320 here.
+// Run 10 (one kernel per ring depth, K/V bases rebuilt per load instead of held): D = 64 282 ->
+// 307, 96 321 -> 330, 128 367 -> 382 (now spill-free), 192 291 -> 305, 320 253 -> 268.
 template <int kHeadDim>
 using Fa2TileFor = std::conditional_t<
     (kHeadDim <= 32), Fa2Tile<4, 2, 128, true, 1>,
@@ -58,7 +63,7 @@ using Fa2TileFor = std::conditional_t<
             std::conditional_t<(kHeadDim <= 128), Fa2Tile<4, 2, 64, false, 1>,
                                std::conditional_t<(kHeadDim <= 192), Fa2Tile<4, 1, 64, false, 1, false, true>,
                                                   std::conditional_t<(kHeadDim <= 256), Fa2Tile<8, 1, 64, false, 1, false, true>,
-                                                                     Fa2Tile<8, 1, 32, false, 1, false, true>>>>>>>;
+                                                                     Fa2Tile<8, 1, 32, false, 1, false, true, true, 2>>>>>>>;
 
 template <typename Element_, int kHeadDim_, int kHeadDimV_, typename Cfg>
 struct Fa2Traits {
@@ -77,6 +82,7 @@ struct Fa2Traits {
   static constexpr bool kPrefetch = Cfg::prefetch;
   static constexpr bool kEarlyV = Cfg::early_v;
   static constexpr bool kPrefetchQ = Cfg::prefetch_q;
+  static constexpr int kStages = Cfg::stages;  // 0: auto
 
   static constexpr int kNTilesS = kBlockN / 8;     // m16n8 S tiles per m-tile
   static constexpr int kNTilesO = kHeadDimV / 8;   // m16n8 O tiles per m-tile

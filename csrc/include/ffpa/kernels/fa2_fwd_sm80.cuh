@@ -30,7 +30,11 @@ namespace ffpa::attn {
 // the accumulator layout of S for two adjacent n8 tiles is exactly the A-operand layout of the
 // m16n8k16 P@V MMA, so P is re-packed to b16 in registers, never written to shared memory.
 // The ring carries items K_0, V_0, K_1, V_1, ... of the tiles that are not skipped.
-template <typename Traits>
+//
+// The ring depth kStages is a compile-time parameter (one kernel per depth, picked by the
+// launcher): the cp.async waits take constants and every acquire site knows whether it
+// refills a K or a V slot, so the hot loop has no stage-count branches and one copy of each load.
+template <typename Traits, int kStages>
 struct Fa2Fwd {
   using Element = typename Traits::Element;
   using Num = Numeric<Element>;
@@ -50,19 +54,19 @@ struct Fa2Fwd {
 
   // Loop-invariant state kept in registers; everything else is read from the (constant-bank)
   // params when needed, so the hot loop's register budget goes to fragments.
+  // The K/V head bases are not kept (two 64-bit pointers): each tile load rebuilds them from the
+  // params, blockIdx.z and head_kv with two wide multiply-adds.
   struct Block {
-    const Element* k;  // row 0 of the kv head
-    const Element* v;
+    int head_kv;
     int n_end;             // key tiles [0, n_end) can hold visible keys (causal cut)
     const uint8_t* codes;  // this query block's row of the mask block map, or null
-    int num_stages;
     uint32_t ring;         // shared address of ring stage 0
   };
 
-  // The loader runs num_stages - 1 items ahead of the consumer: its own walk over the tiles.
+  // The loader runs kStages - 1 items ahead of the consumer: its own walk over the tiles. Items
+  // alternate K_j, V_j, so whether the next one is a K or a V tile is fixed at each call site.
   struct Producer {
     int tile;  // tile of the next item
-    int is_v;  // 0: its K tile is next, 1: its V tile
     int slot;  // ring slot it goes to
   };
 
@@ -76,7 +80,7 @@ struct Fa2Fwd {
     return b.ring + static_cast<uint32_t>(slot * Traits::kStageBytes);
   }
   static __device__ __forceinline__ int next_slot(const Block& b, int slot) {
-    return slot + 1 == b.num_stages ? 0 : slot + 1;
+    return slot + 1 == kStages ? 0 : slot + 1;
   }
 
   // Rows [0, kRows) x all kCols columns of a row-major matrix into a shared tile; with kCheck,
@@ -130,16 +134,17 @@ struct Fa2Fwd {
       load_rows<TileT, kBlockN, kCols, true>(dst, src, row_stride, valid_rows, tid);
   }
 
+  template <bool kIsV>
   static __device__ __forceinline__ void issue(const FwdParams& p, const Block& b, Producer& pr, int tid) {
     if (pr.tile >= b.n_end) return;
     const uint32_t dst = slot_addr(b, pr.slot);
     const int n0 = pr.tile * kBlockN;
-    if (pr.is_v == 0) {
-      load_kv_tile<KTile, Traits::kHeadDim>(dst, b.k + n0 * p.k_row_stride, p.k_row_stride, p.len_kv - n0, tid);
-      pr.is_v = 1;
+    if constexpr (!kIsV) {
+      const Element* k = static_cast<const Element*>(p.k) + blockIdx.z * p.k_batch_stride + b.head_kv * p.k_head_stride;
+      load_kv_tile<KTile, Traits::kHeadDim>(dst, k + n0 * p.k_row_stride, p.k_row_stride, p.len_kv - n0, tid);
     } else {
-      load_kv_tile<VTile, Traits::kHeadDimV>(dst, b.v + n0 * p.v_row_stride, p.v_row_stride, p.len_kv - n0, tid);
-      pr.is_v = 0;
+      const Element* v = static_cast<const Element*>(p.v) + blockIdx.z * p.v_batch_stride + b.head_kv * p.v_head_stride;
+      load_kv_tile<VTile, Traits::kHeadDimV>(dst, v + n0 * p.v_row_stride, p.v_row_stride, p.len_kv - n0, tid);
       pr.tile = next_tile(b, pr.tile + 1);
     }
     pr.slot = next_slot(b, pr.slot);
@@ -171,19 +176,22 @@ struct Fa2Fwd {
       }
   }
 
-  // Make the consumer's next item resident and keep the ring full. Every call commits exactly
-  // one group (possibly empty), so "the item landed" is "at most num_stages - 2 groups pending".
+  // Make the consumer's next item (a V tile iff kForV) resident and keep the ring full. Every
+  // call commits exactly one group (possibly empty), so "the item landed" is "at most kStages - 2
+  // groups pending". The item it refills is kStages - 1 ahead: a V tile iff that parity flips.
+  template <bool kForV>
   static __device__ __forceinline__ void acquire(const FwdParams& p, const Block& b, Producer& pr, int tid) {
-    if (b.num_stages == 1) {
+    constexpr bool kIssueV = kForV != ((kStages - 1) % 2 == 1);
+    if constexpr (kStages == 1) {
       __syncthreads();  // everyone is done reading the single buffer
-      issue(p, b, pr, tid);
+      issue<kIssueV>(p, b, pr, tid);
       ptx::cp_async_commit_group();
       ptx::cp_async_wait_group<0>();
       __syncthreads();
     } else {
-      ptx::cp_async_wait_group_dyn(b.num_stages - 2);
+      ptx::cp_async_wait_group<kStages - 2>();
       __syncthreads();  // the item is visible to all; everyone is done with the slot refilled next
-      issue(p, b, pr, tid);
+      issue<kIssueV>(p, b, pr, tid);
       ptx::cp_async_commit_group();
     }
   }
@@ -204,8 +212,7 @@ struct Fa2Fwd {
     const int rows_q = min(kBlockM, p.len_q - m0);
 
     Block b;
-    b.k = static_cast<const Element*>(p.k) + batch * p.k_batch_stride + head_kv * p.k_head_stride;
-    b.v = static_cast<const Element*>(p.v) + batch * p.v_batch_stride + head_kv * p.v_head_stride;
+    b.head_kv = head_kv;
     // Causal: the block's last valid row sees keys up to (row + causal_offset).
     const int kv_end = p.is_causal ? max(0, min(p.len_kv, m0 + rows_q + p.causal_offset)) : p.len_kv;
     b.n_end = (kv_end + kBlockN - 1) / kBlockN;
@@ -213,20 +220,21 @@ struct Fa2Fwd {
                   ? nullptr
                   : p.block_map + batch * p.block_map_batch_stride + head * p.block_map_head_stride +
                         static_cast<int64_t>(m_block) * p.block_map_n_blocks;
-    b.num_stages = p.num_stages;
     const uint32_t q_smem = ptx::smem_u32addr(smem);
     b.ring = q_smem + Traits::kQBytes;
 
     // Q once (its own group, committed first: the first acquire waits for it too), then the
-    // prologue fills num_stages - 1 ring slots.
+    // prologue fills kStages - 1 ring slots (K_0, V_0, K_1, ...).
     const Element* q = static_cast<const Element*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride +
                        static_cast<int64_t>(m0) * p.q_row_stride;
     load_rows<QTile, kBlockM, Traits::kHeadDim, true>(q_smem, q, p.q_row_stride, rows_q, tid);
     ptx::cp_async_commit_group();
-    Producer pr{next_tile(b, 0), 0, 0};
+    Producer pr{next_tile(b, 0), 0};
     const int first_tile = pr.tile;
-    for (int s = 0; s < b.num_stages - 1; ++s) {
-      issue(p, b, pr, tid);
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s % 2 == 0) issue<false>(p, b, pr, tid);
+      else issue<true>(p, b, pr, tid);
       ptx::cp_async_commit_group();
     }
 
@@ -234,7 +242,7 @@ struct Fa2Fwd {
     // softmax below can take the row max of the raw scores (valid for a positive factor only).
     const float scale_log2 = fabsf(p.scale_log2);
     if (p.scale_log2 < 0.f) {
-      ptx::cp_async_wait_group_dyn(b.num_stages - 1);  // the Q group (older than the prologue's)
+      ptx::cp_async_wait_group<kStages - 1>();  // the Q group (older than the prologue's)
       __syncthreads();
       for (int i = tid; i < Traits::kQBytes / 4; i += kThreads) {
         uint32_t* w = reinterpret_cast<uint32_t*>(smem) + i;
@@ -250,7 +258,7 @@ struct Fa2Fwd {
     const uint32_t v_lane = VTile::unit_offset(((lane / 8) % 2) * 8 + lane % 8, lane / 16);
     uint32_t q_frag[Traits::kQInRegs ? kMTiles : 1][Traits::kQInRegs ? kKStepsQK : 1][4];
     if constexpr (Traits::kQInRegs) {
-      ptx::cp_async_wait_group_dyn(b.num_stages - 1);  // the Q group (older than the prologue's)
+      ptx::cp_async_wait_group<kStages - 1>();  // the Q group (older than the prologue's)
       __syncthreads();
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
@@ -276,7 +284,7 @@ struct Fa2Fwd {
     for (int j = first_tile; j < b.n_end; j = next_tile(b, j + 1)) {
       const int n0 = j * kBlockN;
       // ---- S = Q @ K_j^T over the whole head dim ----
-      acquire(p, b, pr, tid);
+      acquire<false>(p, b, pr, tid);
       const uint32_t k_smem = slot_addr(b, slot) + k_lane;
       slot = next_slot(b, slot);
       float s_acc[kMTiles][kNTilesS][4];
@@ -337,7 +345,7 @@ struct Fa2Fwd {
       // registers (the copy's addresses live next to S).
       uint32_t v_smem = 0;
       if constexpr (Traits::kEarlyV) {
-        acquire(p, b, pr, tid);
+        acquire<true>(p, b, pr, tid);
         v_smem = slot_addr(b, slot) + v_lane;
         slot = next_slot(b, slot);
       }
@@ -395,7 +403,7 @@ struct Fa2Fwd {
 
       // ---- O += P @ V_j: P from registers, V fragments double-buffered like K's ----
       if constexpr (!Traits::kEarlyV) {
-        acquire(p, b, pr, tid);
+        acquire<true>(p, b, pr, tid);
         v_smem = slot_addr(b, slot) + v_lane;
         slot = next_slot(b, slot);
       }
@@ -466,12 +474,28 @@ struct Fa2Fwd {
   }
 };
 
-template <typename Traits>
+// One kernel per ring depth (1..4), each with its own register allocation: a single kernel that
+// switched on the depth took the register count (and spills) of its worst branch.
+template <typename Traits, int kStages>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocks) fa2_fwd_kernel(const __grid_constant__ FwdParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) char smem[];
-  Fa2Fwd<Traits>::run(p, smem);
+  Fa2Fwd<Traits, kStages>::run(p, smem);
 #endif
+}
+
+using Fa2KernelFn = void (*)(FwdParams);
+
+// The kernel for a ring depth of `stages` (1..4; anything else: null).
+template <typename Traits>
+Fa2KernelFn fa2_fwd_kernel_for(int stages) {
+  switch (stages) {
+    case 1: return fa2_fwd_kernel<Traits, 1>;
+    case 2: return fa2_fwd_kernel<Traits, 2>;
+    case 3: return fa2_fwd_kernel<Traits, 3>;
+    case 4: return fa2_fwd_kernel<Traits, 4>;
+    default: return nullptr;
+  }
 }
 
 }  // namespace ffpa::attn
