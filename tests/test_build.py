@@ -181,19 +181,19 @@ def test_op_schema_is_the_one_python_calls():
 
 
 def test_level_heuristic_rule():
-    """Auto calls above the FA-2 head dims: L1 up to Dv = 576 (its 64-row tiles), L3 beyond (and
+    """Auto calls above the FA-2 head dims: L1 up to Dv = 640, L3 beyond (and
     where L1 is missing), L1 where L3 is missing, L2 only when it is the one level compiled (it
     recomputes Q@K^T)."""
     import ffpa_attn._C as C
 
     pick = lambda d, levels, L=8192: C.pick_ffpa_level(d, d, L, L, 32, levels)  # noqa: E731
-    for d in (320, 512, 576):
+    for d in (320, 512, 576, 640):
         assert pick(d, [1, 2, 3]) == 1
         assert pick(d, [1, 2, 3], L=17) == 1
         assert pick(d, [2, 3]) == 3
         assert pick(d, [2]) == 2
     assert C.pick_ffpa_level(576, 512, 100, 100, 4, [1, 2, 3]) == 1
-    for d in (640, 768, 1024):  # L1 drops to 32-row blocks; L3 keeps 64 x 256 tiles
+    for d in (704, 768, 1024):  # L1's 32-row blocks; L3 keeps 64 x 256 tiles
         assert pick(d, [1, 2, 3]) == 3
         assert pick(d, [1, 2]) == 1
     for d in (2048, 4096):

@@ -17,10 +17,12 @@ struct Problem {
   Elem *q, *k, *v;
 };
 
-template <int D, typename Cfg, ffpa::Level kLevel = ffpa::Level::kL1>
+// kStatic > 0: the kernel compiled for that ring depth (stages is then kStatic).
+template <int D, typename Cfg, ffpa::Level kLevel = ffpa::Level::kL1, int kStatic = 0>
 void variant(const char* name, const Problem& pr, int stages, Elem* out, Elem* ref, bool is_ref) {
   using Traits = ffpa::FfpaTraits<Elem, D, D, kLevel, Cfg>;
-  auto kernel = ffpa::attn::ffpa_fwd_kernel<Traits>;
+  auto kernel = ffpa::attn::ffpa_fwd_kernel<Traits, kStatic>;
+  if (kStatic > 0) stages = kStatic;
   if (stages <= 0) stages = ffpa::launch::default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocksPerSm);
   const int smem = Traits::smem_bytes(stages);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -77,6 +79,16 @@ void sweep(int N, int H, bool causal) {
     if constexpr (D <= 1024) variant<D, L3Tile, Level::kL3>("L3 table 4x2 Bc256 c64 pad", pr, 0, out, ref, false);
     variant<D, Tile<4, 2, 128, 64>, Level::kL3>("L3 4x2 Bc128 c64 (session 3)", pr, 3, out, ref, false);
     variant<D, Tile<4, 2, 224, 64, false, 0, 1, kPad>, Level::kL3>("L3 4x2 Bc224 c64 pad", pr, 2, out, ref, false);
+  }
+  // Run 14 (session 5): the same kernels with the ring depth fixed at compile time.
+  if constexpr (D <= 1024) {
+    variant<D, L1Tile<D, D>, Level::kL1, 2>("L1 table, static 2 stages", pr, 0, out, ref, false);
+    variant<D, L1Tile<D, D>, Level::kL1, 3>("L1 table, static 3 stages", pr, 0, out, ref, false);
+  }
+  if constexpr (D >= 576) {
+    variant<D, L3Tile, Level::kL3>("L3 table, dynamic", pr, 0, out, ref, false);
+    variant<D, L3Tile, Level::kL3, 2>("L3 table, static 2 stages", pr, 0, out, ref, false);
+    variant<D, L3Tile, Level::kL3, 3>("L3 table, static 3 stages", pr, 0, out, ref, false);
   }
   // Run 13 (session 5): D = 320, the one head dim short of its target: L3's Bc = 256 tile, L1 with
   // Bc = 256, and warps split along the rows only (FA-2's shape, the head dim still sliced).

@@ -16,23 +16,37 @@ template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel, AccMode k
 struct FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::Impl {
   using Traits = FfpaTraits<Element, kHeadDim, kHeadDimV, kLevel, FfpaTile<kLevel, kHeadDim, kHeadDimV>, kAcc>;
   static constexpr int kMaxStages = 4;
-  static inline bool smem_opted_in[64] = {};
-  static constexpr auto kernel() { return attn::ffpa_fwd_kernel<Traits>; }
+  // L1 has kernels compiled for a ring depth of 2 and 3 (the depths default_stages picks; H100
+  // tools/tune_l1.cu run 14: D=512 182 -> 198, D=1024 132 -> 155 TFLOPS at 3 stages); other depths,
+  // and L2/L3 (no gain measured for L3), run the kernel that reads the depth from the launch.
+  static constexpr bool kStaticDepths = kLevel == Level::kL1;
+  static inline bool smem_opted_in[kMaxStages + 1][64] = {};  // [static depth, or 0 for the runtime-depth kernel][device]
+  static int kernel_slot(int stages) { return kStaticDepths && (stages == 2 || stages == 3) ? stages : 0; }
+  static auto kernel(int stages) {
+    if constexpr (kStaticDepths) {
+      if (stages == 2) return attn::ffpa_fwd_kernel<Traits, 2>;
+      if (stages == 3) return attn::ffpa_fwd_kernel<Traits, 3>;
+    }
+    return attn::ffpa_fwd_kernel<Traits, 0>;
+  }
   static int pick_stages(int requested) {
-    return requested > 0 ? requested : default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocksPerSm);
+    if (requested > 0) return requested;
+    if (Traits::kStages > 0 && Traits::smem_bytes(Traits::kStages) <= max_smem_optin()) return Traits::kStages;
+    return default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocksPerSm);
   }
   // Stage count, shared memory and the opt-in every launch (and the L3 workspace query) needs.
   static cudaError_t prepare(int requested_stages, int* stages, int* smem) {
     *stages = pick_stages(requested_stages);
     *smem = Traits::smem_bytes(*stages);
-    if (*smem > max_dynamic_smem(kernel())) return cudaErrorInvalidConfiguration;
-    return opt_in_smem(kernel(), Traits::smem_bytes(kMaxStages), smem_opted_in);
+    if (*smem > max_dynamic_smem(kernel(*stages))) return cudaErrorInvalidConfiguration;
+    const int slot = kernel_slot(*stages);
+    return opt_in_smem(kernel(*stages), slot > 0 ? *smem : Traits::smem_bytes(kMaxStages), smem_opted_in[slot]);
   }
   // L3's persistent grid: the blocks that are resident on the device at once, at most one per
   // (query block, head, batch) item. Each owns one workspace slot.
-  static int64_t persistent_blocks(const FwdParams& p, int smem) {
+  static int64_t persistent_blocks(const FwdParams& p, int stages, int smem) {
     const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
-    const int64_t resident = static_cast<int64_t>(resident_blocks_per_sm(kernel(), Traits::kThreads, smem)) * num_sms();
+    const int64_t resident = static_cast<int64_t>(resident_blocks_per_sm(kernel(stages), Traits::kThreads, smem)) * num_sms();
     return items < resident ? items : resident;
   }
 };
@@ -59,7 +73,7 @@ cudaError_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::info(int n
   k.num_stages = Impl::pick_stages(num_stages);
   k.smem_bytes = Traits::smem_bytes(k.num_stages);
   if (query_attributes) {
-    const cudaError_t err = query_kernel_attributes(Impl::kernel(), &k);
+    const cudaError_t err = query_kernel_attributes(Impl::kernel(k.num_stages), &k);
     if (err != cudaSuccess) return err;
   }
   *out = k;
@@ -74,7 +88,7 @@ int64_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::workspace_byte
     int stages = 0, smem = 0;
     if (p.num_stages < 0 || p.num_stages > Impl::kMaxStages || Impl::prepare(p.num_stages, &stages, &smem) != cudaSuccess)
       return -1;
-    return Impl::persistent_blocks(p, smem) * Impl::Traits::kBlockM * kHeadDimV * static_cast<int64_t>(sizeof(float));
+    return Impl::persistent_blocks(p, stages, smem) * Impl::Traits::kBlockM * kHeadDimV * static_cast<int64_t>(sizeof(float));
   }
 }
 
@@ -90,12 +104,12 @@ cudaError_t FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::run(FwdPar
   if (err != cudaSuccess) return err;
   if constexpr (kLevel == Level::kL3) {
     if (p.o_accum == nullptr || p.o_accum_slots < 1) return cudaErrorInvalidValue;
-    int64_t blocks = Impl::persistent_blocks(p, smem);
+    int64_t blocks = Impl::persistent_blocks(p, p.num_stages, smem);
     if (blocks > p.o_accum_slots) blocks = p.o_accum_slots;  // correct with any slot count; fewer is slower
-    Impl::kernel()<<<static_cast<unsigned>(blocks), Traits::kThreads, smem, stream>>>(p);
+    Impl::kernel(p.num_stages)<<<static_cast<unsigned>(blocks), Traits::kThreads, smem, stream>>>(p);
     return cudaGetLastError();
   } else {
-    return launch_batched<Element>(Impl::kernel(), p, Traits::kBlockM, Traits::kThreads, smem, stream,
+    return launch_batched<Element>(Impl::kernel(p.num_stages), p, Traits::kBlockM, Traits::kThreads, smem, stream,
                                    Traits::kGroups);
   }
 }

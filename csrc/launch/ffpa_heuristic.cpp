@@ -1,11 +1,11 @@
 // Level choice for auto calls (see ffpa_heuristic.h). The rule follows the query rows a block
 // keeps, which set the FLOPs per byte of K/V (and, for L3, workspace) traffic:
-//  * L1 (O in registers) while its tile has 64-row blocks: up to Dv = 512 (Dv / 4 O registers
-//    per thread with 4 x 2 warps), and at Dv = 576, where its 32-row tile ties L3.
-//  * L3 beyond: O through the fp32 workspace lets it keep 64 x 256 tiles at any Dv, where L1
-//    must drop to 32-row blocks and halves its FLOPs per byte. H100, bf16, B=1 H=32 N=8192,
-//    tools/tune_l1.cu run 12 (docs/tuning_l1.md), L1 / L3 TFLOPS: Dv = 576 177 / 177, 640
-//    164 / 177, 768 140 / 176, 1024 131 / 176; causal 768 137 / 162, 1024 129 / 165.
+//  * L1 (O in registers) up to Dv = 640: 64-row blocks up to 512 (Dv / 4 O registers per thread
+//    with 4 x 2 warps), then 32-row blocks that still win with the ring depth compiled in.
+//  * L3 beyond: O through the fp32 workspace lets it keep 64 x 256 tiles at any Dv, where L1's
+//    32-row blocks halve its FLOPs per byte. H100, bf16, B=1 H=32 N=8192, tools/tune_l1.cu run 14
+//    (docs/tuning_l1.md), L1 / L3 TFLOPS: Dv = 576 190 / 184, 640 186 / 183, 768 160 / 176,
+//    1024 155 / 174; causal 768 159 / 165.
 //  * L2 never on its own: it recomputes Q@K^T once per 256-wide Dv group and lost to L1 at
 //    every head dim measured; it runs when forced, or when it is the only level compiled.
 // The rule depends on the head dim only: the sweeps covered N = 4096..8192 on H100/H200, so there
@@ -16,7 +16,7 @@
 namespace ffpa::launch {
 
 int pick_ffpa_level(const RouteQuery& q, const bool (&compiled)[4]) {
-  if (compiled[1] && q.head_dim_v <= 576) return 1;
+  if (compiled[1] && q.head_dim_v <= 640) return 1;
   if (compiled[3]) return 3;
   if (compiled[1]) return 1;
   if (compiled[2]) return 2;

@@ -41,8 +41,9 @@ using StageTile = std::conditional_t<
 // q_resident keeps the block's whole Q tile in shared memory, loaded once, instead of streaming
 // it with every K slice: a third less L2 traffic per KV tile, at the price of Br x D x 2 bytes of
 // shared memory (so no longer O(1) in D; a tuning variant, not the L1 default).
+// stages, when nonzero, is the ring depth auto calls use (else the deepest of 3, 2 that fits).
 template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_, bool kQResident_ = false, int kGroupD_ = 0,
-          int kMinBlocks_ = 1, SmemLayout kLayout_ = SmemLayout::kAuto>
+          int kMinBlocks_ = 1, SmemLayout kLayout_ = SmemLayout::kAuto, int kStages_ = 0>
 struct Tile {
   static constexpr int warps_m = kWarpsM_;
   static constexpr int warps_n = kWarpsN_;
@@ -52,6 +53,7 @@ struct Tile {
   static constexpr int group_d = kGroupD_;
   static constexpr int min_blocks = kMinBlocks_;  // blocks per SM the registers are capped for
   static constexpr SmemLayout layout = kLayout_;   // staged slices: swizzled or padded rows
+  static constexpr int stages = kStages_;
 };
 
 // The tile table for L1 (O accumulator in registers: per-thread O registers are
@@ -65,6 +67,9 @@ struct Tile {
 // N = 8192, against the session-3 table: 320 179 -> 183 (c160, padded by kAuto), 384 156 -> 195,
 // 448 136 -> 177, 512 161 -> 181 TFLOPS. Where a swizzled tile fits it stays (320 c64 swizzled
 // 179 vs padded 169; 1024 131 vs 118: fewer registers let ptxas hoist fewer fragment loads).
+// Run 14 (session 5): with the ring depth compiled in (L1's 2- and 3-stage kernels), 384 196 -> 206,
+// 448 177 -> 186, 512 182 -> 198, 640 163 -> 186, 768 140 -> 160, 1024 132 -> 155; D = 576 runs
+// 2 stages (190; its 3-stage kernel spills 88 B and runs 177).
 template <int kHeadDimV>
 using L1TileForDv = std::conditional_t<
     (kHeadDimV == 320), Tile<4, 2, 128, 160>,
@@ -74,7 +79,7 @@ using L1TileForDv = std::conditional_t<
         std::conditional_t<
             (kHeadDimV <= 512), Tile<4, 2, 64, 64>,
             std::conditional_t<
-                (kHeadDimV == 576), Tile<2, 4, 128, 192>,
+                (kHeadDimV == 576), Tile<2, 4, 128, 192, false, 0, 1, SmemLayout::kAuto, 2>,
                 std::conditional_t<
                     (kHeadDimV == 640), Tile<2, 4, 128, 128>,
                     std::conditional_t<(kHeadDimV == 768 || kHeadDimV == 960), Tile<2, 4, 64, 192>,
@@ -111,6 +116,7 @@ struct FfpaTraits {
   static constexpr bool kQKHalf = kAcc == AccMode::kF16;   // Q@K^T accumulates in fp16
   static constexpr bool kPVHalf = kAcc != AccMode::kF32;   // P@V accumulates in fp16
   static constexpr int kMinBlocksPerSm = Cfg::min_blocks;  // __launch_bounds__ and default stages
+  static constexpr int kStages = Cfg::stages;               // 0: auto
 
   static constexpr int kWarpsM = Cfg::warps_m;
   static constexpr int kWarpsN = Cfg::warps_n;

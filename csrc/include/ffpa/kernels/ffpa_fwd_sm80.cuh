@@ -49,7 +49,9 @@ namespace ffpa::attn {
 //           +-----------+-----------+            +-----------+-----------+
 // The row max is combined across the kWarpsN warps of a row through shared memory; P goes
 // through shared memory (b16) because each P@V warp needs all BlockN columns of its rows.
-template <typename Traits>
+// kStages > 0 fixes the ring depth at compile time (constant cp.async waits and ring arithmetic,
+// no depth branches in the pipeline); kStages = 0 reads it from the launch (any depth, 1..4).
+template <typename Traits, int kStages = 0>
 struct FfpaFwd {
   using Element = typename Traits::Element;
   using Num = Numeric<Element>;
@@ -93,7 +95,7 @@ struct FfpaFwd {
     int n_end;         // key tiles [0, n_end) can hold visible keys (causal cut)
     int nv;            // V items per tile (kChunksV except in a narrower last L2 group)
     int first_tile;    // first visible KV tile (L3: its O slices start at 0, nothing to load)
-    int num_stages;
+    int num_stages_dyn;  // kStages = 0 only (read through stages())
     uint32_t smem_base;  // shared address of stage 0
     uint32_t q_smem;     // shared address of the resident Q tile (kQResident)
   };
@@ -150,8 +152,12 @@ struct FfpaFwd {
   static __device__ __forceinline__ uint32_t stage_addr(const Block& b, int slot) {
     return b.smem_base + static_cast<uint32_t>(slot * Traits::kStageBytes);
   }
+  static __device__ __forceinline__ int stages(const Block& b) {
+    if constexpr (kStages > 0) return kStages;
+    else return b.num_stages_dyn;
+  }
   static __device__ __forceinline__ int next_slot(const Block& b, int slot) {
-    return slot + 1 == b.num_stages ? 0 : slot + 1;
+    return slot + 1 == stages(b) ? 0 : slot + 1;
   }
 
   static __device__ __forceinline__ void issue(const FwdParams& p, const Work& w, const Block& b, Producer& pr,
@@ -189,14 +195,15 @@ struct FfpaFwd {
   // one group (possibly empty), so "the item landed" is "at most num_stages - 2 groups pending".
   static __device__ __forceinline__ void acquire(const FwdParams& p, const Work& w, const Block& b, Producer& pr,
                                                  int tid) {
-    if (b.num_stages == 1) {
+    if (stages(b) == 1) {
       __syncthreads();  // everyone is done reading the single buffer
       issue(p, w, b, pr, tid);
       ptx::cp_async_commit_group();
       ptx::cp_async_wait_group<0>();
       __syncthreads();
     } else {
-      ptx::cp_async_wait_group_dyn(b.num_stages - 2);
+      if constexpr (kStages > 1) ptx::cp_async_wait_group<kStages - 2>();
+      else ptx::cp_async_wait_group_dyn(stages(b) - 2);
       __syncthreads();  // the item is visible to all; everyone is done with the slot refilled next
       issue(p, w, b, pr, tid);
       ptx::cp_async_commit_group();
@@ -283,13 +290,13 @@ struct FfpaFwd {
     b.n_end = (kv_end + kBlockN - 1) / kBlockN;
     b.nv = min(kChunksV, (Traits::kHeadDimV - v_col0) / kChunkD);
     b.first_tile = next_tile(p, w, b, 0);
-    b.num_stages = p.num_stages;
+    b.num_stages_dyn = p.num_stages;
 
     b.q_smem = ptx::smem_u32addr(smem);
     b.smem_base = b.q_smem + Traits::kQResidentBytes;
 
-    const uint32_t p_smem = b.smem_base + p.num_stages * Traits::kStageBytes;
-    float* red = reinterpret_cast<float*>(smem + Traits::kQResidentBytes + p.num_stages * Traits::kStageBytes +
+    const uint32_t p_smem = b.smem_base + stages(b) * Traits::kStageBytes;
+    float* red = reinterpret_cast<float*>(smem + Traits::kQResidentBytes + stages(b) * Traits::kStageBytes +
                                           Traits::kPBytes);  // [kWarpsN][kBlockM]
 
     // Rows this thread owns in the softmax state: r = 0 -> row g, r = 1 -> row g + 8.
@@ -312,7 +319,7 @@ struct FfpaFwd {
     }
     // Prologue: fill num_stages - 1 buffers.
     Producer pr{b.first_tile, 0, 0};
-    for (int s = 0; s < b.num_stages - 1; ++s) {
+    for (int s = 0; s < stages(b) - 1; ++s) {
       issue(p, w, b, pr, tid);
       ptx::cp_async_commit_group();
     }
@@ -603,11 +610,11 @@ struct FfpaFwd {
 __device__ uint64_t* g_ffpa_trace;
 #endif
 
-template <typename Traits>
+template <typename Traits, int kStages = 0>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm) ffpa_fwd_kernel(const __grid_constant__ FwdParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) char smem[];
-  using Fwd = FfpaFwd<Traits>;
+  using Fwd = FfpaFwd<Traits, kStages>;
   if constexpr (Traits::kLevel == Level::kL3) {
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
     const int64_t total = static_cast<int64_t>(m_blocks) * p.heads_q * p.batch;
