@@ -8,6 +8,8 @@
 #   FFPA_CHECK_STEPS="build tests" bash scripts/gpu_check.sh
 #   FFPA_BENCH_RUNS="--quick" bash scripts/gpu_check.sh           # sweeps separated by ';'
 #   FFPA_ARCHS=90a bash scripts/gpu_check.sh                     # build for one arch only
+#   FFPA_CHECK_BUDGET=570 bash scripts/gpu_check.sh    # skip bench sweeps that would start past 570 s
+#                                                      # (the device runs one command for at most 600 s)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -19,6 +21,9 @@ SUMMARY="$OUT/summary.txt"
 : > "$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 status=0
+T0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - T0 )); }
+BUDGET=${FFPA_CHECK_BUDGET:-0}
 
 say "== ffpa-attn gpu check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 say "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
@@ -40,7 +45,7 @@ cd tests
 if [[ " $STEPS " == *" tests "* ]]; then
   $PY -m pytest -q -p no:cacheprovider -rs . ${FFPA_PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
   rc=$?
-  say "tests: exit $rc: $(tail -1 "$OUT/pytest.log")"
+  say "tests: exit $rc: $(tail -1 "$OUT/pytest.log") (at $(elapsed) s)"
   [ $rc -ne 0 ] && { status=1; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30; }
 fi
 
@@ -48,7 +53,7 @@ if [[ " $STEPS " == *" sanitizer "* ]]; then
   : > "$OUT/sanitizer.log"
   for tool in memcheck racecheck; do
     if compute-sanitizer --tool $tool --error-exitcode 9 $PY ../scripts/sanitize_one.py >> "$OUT/sanitizer.log" 2>&1; then
-      say "sanitizer $tool: clean ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") zero-error summaries so far)"
+      say "sanitizer $tool: clean at $(elapsed) s ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") zero-error summaries so far)"
     else
       say "sanitizer $tool: ERRORS (see sanitizer.log)"; status=1
     fi
@@ -68,10 +73,13 @@ if [[ " $STEPS " == *" bench "* ]]; then
   IFS=';' read -ra RUNS <<< "${FFPA_BENCH_RUNS:-$DEFAULT_RUNS}"
   i=0
   for args in "${RUNS[@]}"; do
+    if [ "$BUDGET" -gt 0 ] && [ "$(elapsed)" -gt "$BUDGET" ]; then
+      say "bench run$i ($args): SKIPPED, past the ${BUDGET} s budget at $(elapsed) s"; status=1; i=$((i + 1)); continue
+    fi
     # shellcheck disable=SC2086
     $PY bench/bench.py $args --check --gen-bench --plot --out-dir "$OUT/bench/run$i" >> "$OUT/bench/bench.log" 2>&1
     rc=$?
-    say "bench run$i ($args): exit $rc"
+    say "bench run$i ($args): exit $rc (at $(elapsed) s)"
     [ $rc -ne 0 ] && status=1
     cat "$OUT/bench/run$i"/*.md 2>/dev/null | tee -a "$SUMMARY"
     i=$((i + 1))

@@ -16,10 +16,12 @@ template <typename Element, int kHeadDim, int kHeadDimV, Level kLevel, AccMode k
 struct FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::Impl {
   using Traits = FfpaTraits<Element, kHeadDim, kHeadDimV, kLevel, FfpaTile<kLevel, kHeadDim, kHeadDimV>, kAcc>;
   static constexpr int kMaxStages = 4;
-  // L1 has kernels compiled for a ring depth of 2 and 3 (the depths default_stages picks; H100
-  // tools/tune_l1.cu run 14: D=512 182 -> 198, D=1024 132 -> 155 TFLOPS at 3 stages); other depths,
-  // and L2/L3 (no gain measured for L3), run the kernel that reads the depth from the launch.
-  static constexpr bool kStaticDepths = kLevel == Level::kL1;
+  // L1 with fp32 accumulation has kernels compiled for a ring depth of 2 and 3 (the depths
+  // default_stages picks; H100 tools/tune_l1.cu run 14: D=512 182 -> 198, D=1024 132 -> 155 TFLOPS
+  // at 3 stages); other depths, fp16/mixed accumulation and L2/L3 (no gain measured for L3) run
+  // the kernel that reads the depth from the launch (two more kernels per instantiation cost
+  // build time: the full build stays within the GPU check's budget this way).
+  static constexpr bool kStaticDepths = kLevel == Level::kL1 && kAcc == AccMode::kF32;
   static inline bool smem_opted_in[kMaxStages + 1][64] = {};  // [static depth, or 0 for the runtime-depth kernel][device]
   static int kernel_slot(int stages) { return kStaticDepths && (stages == 2 || stages == 3) ? stages : 0; }
   static auto kernel(int stages) {
