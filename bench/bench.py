@@ -16,10 +16,10 @@ importlib); the pure helpers are ``causal_pairs``, ``attn_flops``, ``compute_tfl
 
 Timing (``_time_interleaved``): CUDA events around single calls, interleaved across the kernels
 of one cell. After each kernel's checked first call and ``--warmup`` ms of untimed calls, the
-kernels are called in rounds (every kernel once per round, the order rotated each round) for
-about ``--iters`` ms per kernel, at least 5 rounds; each kernel's figure is the median of its
-rounds. Interleaving keeps clock and thermal drift out of the ratios: a kernel timed right
-after a heavy one sees the same drift as its baseline, not a fresher or hotter GPU.
+kernels are called in rounds (every kernel once per round, in a freshly shuffled order, the L2
+cache evicted untimed before every call) for about ``--iters`` ms per kernel, at least 7
+rounds; each kernel's figure is the median of its rounds. Interleaving keeps clock and thermal
+drift out of the ratios; shuffling keeps any one predecessor kernel from biasing a timing.
 """
 from __future__ import annotations
 
@@ -275,7 +275,7 @@ class _Progress:
             self.bar.close()
 
 
-MIN_ROUNDS, MAX_ROUNDS = 5, 200
+MIN_ROUNDS, MAX_ROUNDS = 7, 200
 
 
 def _time_one(fn):
@@ -288,9 +288,22 @@ def _time_one(fn):
     return s.elapsed_time(e)
 
 
-def _time_interleaved(fns, warmup_ms, iters_ms):
+def _l2_flusher():
+    """A closure that evicts the L2 cache (writes a 256 MB buffer), or None without CUDA."""
+    import torch
+    if not torch.cuda.is_available():
+        return None
+    buf = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    return buf.zero_
+
+
+def _time_interleaved(fns, warmup_ms, iters_ms, flush=None, seed=0):
     """Median ms of each closure in ``fns`` (see the module docstring): per-kernel warm-up,
-    then rounds that call every kernel once, in an order rotated each round."""
+    then rounds that call every kernel once, in a freshly shuffled order each round (a fixed
+    cyclic order gives every kernel the same predecessor, which biased one of two timings of
+    the same kernel by 8%), with ``flush`` (the L2 eviction) run untimed before every call."""
+    import random
+
     import torch
     if not fns:
         return []
@@ -303,9 +316,13 @@ def _time_interleaved(fns, warmup_ms, iters_ms):
     n = len(fns)
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                for _ in range(rounds)] for _ in range(n)]
+    rng = random.Random(seed)
+    order = list(range(n))
     for r in range(rounds):
-        for i in range(n):
-            k = (i + r) % n
+        rng.shuffle(order)
+        for k in order:
+            if flush is not None:
+                flush()
             s, e = events[k][r]
             s.record()
             fns[k]()
@@ -315,8 +332,9 @@ def _time_interleaved(fns, warmup_ms, iters_ms):
 
 
 def _timer_desc(warmup, iters):
-    return (f"CUDA events, kernels interleaved per round (warmup {warmup} ms each, about {iters} ms "
-            f"of rounds per kernel, {MIN_ROUNDS}..{MAX_ROUNDS} rounds), median")
+    return (f"CUDA events, kernels interleaved in shuffled rounds, L2 evicted before each call "
+            f"(warmup {warmup} ms each, about {iters} ms of rounds per kernel, "
+            f"{MIN_ROUNDS}..{MAX_ROUNDS} rounds), median")
 
 
 def _build_info():
@@ -495,6 +513,7 @@ class _Sweep:
     def __init__(self, args, kernels, ffpa, pairs, prog):
         self.args, self.kernels, self.ffpa, self.pairs = args, kernels, ffpa, pairs
         self.prog = prog
+        self.flush = _l2_flusher()
         self.results, self.skipped, self.failures = [], [], []
 
     def skip(self, kname, dt, D, causal, shape, reason):
@@ -570,7 +589,7 @@ def _run_cell(sw, shape, dt, dtype, causal, D, gen):
         timed.append((fn, rec, desc))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        times = _time_interleaved([t[0] for t in timed], args.warmup, args.iters)
+        times = _time_interleaved([t[0] for t in timed], args.warmup, args.iters, sw.flush)
     for (_, rec, desc), ms in zip(timed, times):
         rec["ms"] = ms
         # Dense (or causal) flop count even with a mask: the numbers compare as time ratios.

@@ -316,10 +316,10 @@ def test_from_json_roundtrip_with_mask(tmp_path):
     assert "FA2 (ours) speedup vs SDPA FA" in md
 
 
-def test_interleaved_timer_medians_and_rotation(monkeypatch):
+def test_interleaved_timer_medians_and_shuffle(monkeypatch):
     """_time_interleaved on a fake clock: each kernel's median is its own duration even while
-    the 'GPU' drifts slower over time, every round calls every kernel once, and the order
-    rotates (each kernel goes first in some round)."""
+    the 'GPU' drifts slower over time, every round calls every kernel once with the flush
+    before each call, and the order changes between rounds (no fixed predecessor)."""
     import torch
 
     clock = {"t": 0.0, "drift": 1.0}
@@ -348,16 +348,21 @@ def test_interleaved_timer_medians_and_rotation(monkeypatch):
             clock["drift"] *= 1.0001  # slowly heating up
         return fn
 
+    def flush():
+        calls.append("flush")
+        clock["t"] += 0.5  # untimed: outside every kernel's event pair
+
     fns = [kernel("a", 2.0), kernel("b", 1.0), kernel("c", 4.0)]
-    times = bench._time_interleaved(fns, warmup_ms=10, iters_ms=40)
+    times = bench._time_interleaved(fns, warmup_ms=10, iters_ms=40, flush=flush)
     assert [round(t, 1) for t in times] == [2.0, 1.0, 4.0], times
     warm = 3 + 5 + 10 + 2  # one estimate call each, then 10 ms of warm-up each (2.5 -> 2 calls)
-    timed = calls[warm:]
-    rounds = len(timed) // 3
     assert calls[:warm] == ["a", "b", "c"] + ["a"] * 5 + ["b"] * 10 + ["c"] * 2
-    assert rounds >= bench.MIN_ROUNDS and len(timed) == 3 * rounds
-    firsts = {timed[3 * r] for r in range(rounds)}
-    assert firsts == {"a", "b", "c"}, firsts
-    for r in range(rounds):
-        assert sorted(timed[3 * r: 3 * r + 3]) == ["a", "b", "c"]
+    timed = calls[warm:]
+    assert timed[0::2] == ["flush"] * (len(timed) // 2)  # a flush before every timed call
+    seq = timed[1::2]
+    rounds = len(seq) // 3
+    assert rounds >= bench.MIN_ROUNDS and len(seq) == 3 * rounds
+    orders = {tuple(seq[3 * r: 3 * r + 3]) for r in range(rounds)}
+    assert all(sorted(o) == ["a", "b", "c"] for o in orders)
+    assert len(orders) > 1, orders  # shuffled, not one fixed order
     assert bench._time_interleaved([], 10, 40) == []
