@@ -68,7 +68,9 @@ void sweep(int B, int H, int N, bool causal) {
     variant<D, Fa2Tile<4, 2, 64, true, 2, true, true>>("4w x2 Bc64 qreg 2blk earlyV", pr, 3, false);
   } else if constexpr (D <= 96) {
     variant<D, Fa2Tile<8, 2, 64, false, 1, true, true>>("8w x2 Bc64 earlyV", pr, 3, false);
-    variant<D, Fa2Tile<4, 2, 64, false, 1, false, true>>("4w x2 Bc64 nopf earlyV", pr, 3, false);
+    variant<D, Fa2Tile<4, 2, 64, false, 1, true, true>>("4w x2 Bc64 pf earlyV", pr, 3, false);
+    variant<D, Fa2Tile<4, 2, 64, false, 1, false, false>>("4w x2 Bc64 nopf", pr, 3, false);
+    variant<D, Fa2Tile<4, 2, 64, false, 1, false, true>>("4w x2 Bc64 nopf earlyV 2st", pr, 2, false);
   } else if constexpr (D > 256) {
     // Session 5: the coarse tiling past its table (D = 320), against FFPA L1 in tune_l1 run 13.
     variant<D, Fa2Tile<8, 1, 64, false, 1, false, true>>("8w x1 Bc64 nopf earlyV", pr, 2, false);
@@ -81,6 +83,10 @@ void sweep(int B, int H, int N, bool causal) {
     variant<D, Fa2Tile<8, 1, 64, false, 1, false, true>>("8w x1 Bc64 nopf earlyV", pr, 2, false);
     variant<D, Fa2Tile<4, 1, 64, false, 1, false, true>>("4w x1 Bc64 nopf earlyV", pr, 3, false);
     variant<D, Fa2Tile<8, 2, 32, false, 1, false, true>>("8w x2 Bc32 nopf earlyV", pr, 2, false);
+    // Run 11 (session 5): after run 10 freed registers, wider or doubled tiles again.
+    variant<D, Fa2Tile<4, 1, 64, false, 1, false, false>>("4w x1 Bc64 nopf", pr, 3, false);
+    variant<D, Fa2Tile<8, 1, 64, false, 1, false, false>>("8w x1 Bc64 nopf", pr, 2, false);
+    variant<D, Fa2Tile<4, 1, 128, false, 1, false, true>>("4w x1 Bc128 nopf earlyV", pr, 2, false);
   }
   CK(cudaFree(pr.q));
   CK(cudaFree(pr.k));
