@@ -202,3 +202,18 @@ def test_level_heuristic_rule():
     assert pick(1024, []) == 0
     with pytest.raises(ValueError, match="levels"):
         pick(1024, [4])
+
+
+def test_auto_routes_d320_to_fa2_where_compiled():
+    """D = 320 auto calls run the FA-2 family when this build has its (320, 320) kernel (its
+    whole-head-dim tile beats every FFPA tile there, README 'Measured'); forced levels and
+    fp16/mixed accumulation still reach FFPA."""
+    from ffpa_attn import _routing
+
+    if (320, 320) not in _pairs("fa2"):
+        pytest.skip("this build has no FA-2 kernel for D=320")
+    assert _routing._family_for(320, 320, None) == "fa2"
+    if (320, 320) in _pairs("ffpa_l1"):
+        assert _routing._family_for(320, 320, 1) == "ffpa_l1"
+    # fp16 accumulation exists on the FFPA levels only: never routed to FA-2
+    assert _routing._family_for(320, 320, None, "fp16", "float16") != "fa2"
