@@ -45,8 +45,9 @@ struct Fa2Tile {
 // accumulator (D / 2 registers per thread at one m-tile) leaves no room for prefetch buffers:
 // one m-tile, no prefetch (prefetch there spills inside the MMA loop and runs ~6x slower).
 // Run 9 (session 5, tree-shaped row max/sum, ffpa/softmax.cuh): D = 64 takes Q in registers at 2
-// blocks per SM (293 vs 282), D = 96 drops fragment prefetch (326 vs 319), D = 192 loads V early
-// (297 vs 290); all spill-free.
+// blocks per SM (293 vs 282), D = 192 loads V early (297 vs 290); all spill-free. D = 96 dropped
+// fragment prefetch in run 9 (326 vs 319) and took it back in run 11, once the compile-time ring
+// depth (run 10) had freed registers (335 vs 324).
 // D = 320 (tools/tune_fa2.cu run 8, docs/tuning_fa2.md): the O accumulator takes 160 registers, so
 // the key tile narrows to 32 and the ring to 2 stages to stay spill-free (268 TFLOPS after run 10;
 // Bc = 64 spills 40-60 B); it beats every FFPA L1 tile at 320 (181), which is why the auto path
@@ -59,7 +60,7 @@ using Fa2TileFor = std::conditional_t<
     std::conditional_t<
         (kHeadDim <= 64), Fa2Tile<4, 2, 64, true, 2, true, true>,
         std::conditional_t<
-            (kHeadDim <= 96), Fa2Tile<4, 2, 64, false, 1, false, true>,
+            (kHeadDim <= 96), Fa2Tile<4, 2, 64, false, 1, true, true>,
             std::conditional_t<(kHeadDim <= 128), Fa2Tile<4, 2, 64, false, 1>,
                                std::conditional_t<(kHeadDim <= 192), Fa2Tile<4, 1, 64, false, 1, false, true>,
                                                   std::conditional_t<(kHeadDim <= 256), Fa2Tile<8, 1, 64, false, 1, false, true>,

@@ -154,18 +154,24 @@ struct Fa2Fwd {
   // causal limit and, in kBlockPartial tiles, attn_mask. Off the hot path: only boundary tiles.
   static __device__ __forceinline__ void mask_tile(float (&s_acc)[kMTiles][kNTilesS][4], const FwdParams& p,
                                                    uint8_t code, float scale_log2, int row0, int n0, int g, int t4) {
+    // Per row, the last visible column relative to this thread's first one (n0 + 2 * t4): element
+    // (n, c) of the row is visible iff n * 8 + c <= lim, a compare against an immediate.
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int n = 0; n < kNTilesS; ++n)
+      for (int r = 0; r < 2; ++r) {
+        const int row = row0 + mt * 16 + g + r * 8;
+        int lim = p.len_kv - 1;
+        if (p.is_causal) lim = min(lim, row + p.causal_offset);
+        lim -= n0 + 2 * t4;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = row0 + mt * 16 + g + (e / 2) * 8;
-          const int col = n0 + n * 8 + 2 * t4 + (e % 2);
-          float x = s_acc[mt][n][e] * scale_log2;
-          if (col >= p.len_kv || (p.is_causal && col > row + p.causal_offset)) x = -CUDART_INF_F;
-          s_acc[mt][n][e] = x;
-        }
+        for (int n = 0; n < kNTilesS; ++n)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const float x = s_acc[mt][n][2 * r + c] * scale_log2;
+            s_acc[mt][n][2 * r + c] = n * 8 + c > lim ? -CUDART_INF_F : x;
+          }
+      }
     if (code != kBlockPartial) return;
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
