@@ -23,7 +23,8 @@ void variant(const char* name, const Problem& pr, int stages, Elem* out, Elem* r
   using Traits = ffpa::FfpaTraits<Elem, D, D, kLevel, Cfg>;
   auto kernel = ffpa::attn::ffpa_fwd_kernel<Traits, kStatic>;
   if (kStatic > 0) stages = kStatic;
-  if (stages <= 0) stages = ffpa::launch::default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocksPerSm);
+  if (stages <= 0)
+    stages = ffpa::launch::default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocksPerSm, Traits::kStages);
   const int smem = Traits::smem_bytes(stages);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   ffpa::FwdParams p = dense_params(pr.q, pr.k, pr.v, out, pr.B, pr.H, pr.N, D, pr.causal, stages);

@@ -17,9 +17,9 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV>::Impl {
   static constexpr int kMaxStages = 4;
   static inline bool smem_opted_in[kMaxStages + 1][64] = {};  // per ring depth (one kernel each), per device
   static int pick_stages(int requested) {
-    if (requested > 0) return requested;
-    if (Traits::kStages > 0 && Traits::smem_bytes(Traits::kStages) <= max_smem_optin()) return Traits::kStages;
-    return default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocks);
+    return requested > 0
+               ? requested
+               : default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocks, Traits::kStages);
   }
 };
 

@@ -32,15 +32,17 @@ struct FfpaLauncher<Element, kHeadDim, kHeadDimV, kLevel, kAcc>::Impl {
     return attn::ffpa_fwd_kernel<Traits, 0>;
   }
   static int pick_stages(int requested) {
-    if (requested > 0) return requested;
-    if (Traits::kStages > 0 && Traits::smem_bytes(Traits::kStages) <= max_smem_optin()) return Traits::kStages;
-    return default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocksPerSm);
+    return requested > 0 ? requested
+                         : default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocksPerSm,
+                                          Traits::kStages);
   }
   // Stage count, shared memory and the opt-in every launch (and the L3 workspace query) needs.
   static cudaError_t prepare(int requested_stages, int* stages, int* smem) {
     *stages = pick_stages(requested_stages);
     *smem = Traits::smem_bytes(*stages);
-    if (*smem > max_dynamic_smem(kernel(*stages))) return cudaErrorInvalidConfiguration;
+    // The cached device limit here (this runs on every launch); the opt-in below, once per device,
+    // clamps to what is left after the kernel's static shared memory.
+    if (*smem > max_smem_optin()) return cudaErrorInvalidConfiguration;
     const int slot = kernel_slot(*stages);
     return opt_in_smem(kernel(*stages), slot > 0 ? *smem : Traits::smem_bytes(kMaxStages), smem_opted_in[slot]);
   }

@@ -46,10 +46,12 @@ cudaError_t query_kernel_attributes(Kernel kernel, Info* out) {
 // Shared memory a block may opt into on the current device.
 inline int max_smem_optin() { return device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(48 * 1024); }
 
-// Default cp.async depth: the deepest of 3, 2 that lets `blocks_per_sm` blocks share an SM (the
-// residency the tile was sized for; 1 KB per block is reserved by the driver) and fits the
-// per-block limit, else 1. fixed_bytes is the stage-independent part.
-inline int default_stages(int stage_bytes, int fixed_bytes, int blocks_per_sm = 1) {
+// Default cp.async depth: the tile's `preferred` depth where it has one and it fits the per-block
+// limit; else the deepest of 3, 2 that lets `blocks_per_sm` blocks share an SM (the residency the
+// tile was sized for; 1 KB per block is reserved by the driver) and fits the per-block limit,
+// else 1. fixed_bytes is the stage-independent part.
+inline int default_stages(int stage_bytes, int fixed_bytes, int blocks_per_sm = 1, int preferred = 0) {
+  if (preferred > 0 && fixed_bytes + preferred * stage_bytes <= max_smem_optin()) return preferred;
   const int per_block = smem_per_sm() / blocks_per_sm - 1024;
   const int limit = per_block < max_smem_optin() ? per_block : max_smem_optin();
   for (int s = 3; s > 1; --s)
