@@ -60,7 +60,11 @@ def extensions():
                "csrc/launch/ffpa_heuristic.cpp",
                "csrc/launch/mask_block_map.cu"]
     sources += [os.path.relpath(p, ROOT) for p in generated]
-    nvcc = ["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", *arch_flags(archs)]
+    # FFPA_HAS_SM90A: the build has sm_90a code, so the FA-2 launcher may pick its wgmma kernel on
+    # compute capability 9.0 devices (the kernel itself only exists in the sm_90a pass).
+    has_sm90a = "1" if "90a" in archs else "0"
+    nvcc = ["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", f"-DFFPA_HAS_SM90A={has_sm90a}",
+            *arch_flags(archs)]
     if os.environ.get("FFPA_PTXAS_VERBOSE") == "1":
         nvcc.append("-Xptxas=-v")
     return [
@@ -68,7 +72,7 @@ def extensions():
             name="ffpa_attn._C",
             sources=sources,
             include_dirs=[str(ROOT / "csrc"), str(ROOT / "csrc" / "include")],
-            extra_compile_args={"cxx": ["-O3", "-std=c++17"], "nvcc": nvcc},
+            extra_compile_args={"cxx": ["-O3", "-std=c++17", f"-DFFPA_HAS_SM90A={has_sm90a}"], "nvcc": nvcc},
         )
     ]
 

@@ -42,6 +42,7 @@ from bench_report import (  # noqa: E402  (re-exported: tests use bench.<name>)
     LABELS,
     MASKS,
     OUR_KERNELS,
+    OUR_VARIANTS,
     SDPA_KERNELS,
     SPEEDUP_BASELINES,
     _VARIANT,
@@ -50,6 +51,7 @@ from bench_report import (  # noqa: E402  (re-exported: tests use bench.<name>)
     base_kernel,
     causal_pairs,
     compute_tflops,
+    family_of,
     group_results,
     is_sdpa,
     label,
@@ -227,9 +229,9 @@ def main(argv=None) -> int:
     if args.acc:  # accumulation variants ffpa_lX_<acc>acc of every requested level
         args.kernels = list(args.kernels) + [f"{k}_{a}acc" for k in args.kernels
                                              if re.fullmatch(r"ffpa_l[123]", k) for a in args.acc]
-    unknown = [k for k in args.kernels if base_kernel(k) not in SDPA_KERNELS + OUR_KERNELS]
+    unknown = [k for k in args.kernels if base_kernel(k) not in SDPA_KERNELS + OUR_KERNELS + list(OUR_VARIANTS)]
     if unknown:
-        return _die(f"unknown kernel(s) {unknown}; choose from {SDPA_KERNELS + OUR_KERNELS}")
+        return _die(f"unknown kernel(s) {unknown}; choose from {SDPA_KERNELS + OUR_KERNELS + list(OUR_VARIANTS)}")
     for _, H, Hkv, _, _ in args.shapes:
         if H % Hkv != 0:
             return _die(f"--H ({H}) must be a multiple of --Hkv ({Hkv})")
@@ -384,6 +386,16 @@ def _make_fn(kernel, q, k, v, causal, gqa, ffpa, mask=None):
         return lambda: ffpa.forward(q, k, v, strict=True, level=lvl, num_stages=stages, acc=acc, **kw)
     if kernel == "fa2":  # auto routing, strict: the FA-2 family where the head dims are compiled for it
         return lambda: ffpa.forward(q, k, v, strict=True, level=None, **kw)
+    if kernel == "fa2_sync":  # the same on the mma.sync kernel (differs from fa2 on Hopper only)
+        from ffpa_attn import _C
+
+        def fn_sync():
+            _C.set_fa2_mma("sync")
+            try:
+                return ffpa.forward(q, k, v, strict=True, level=None, **kw)
+            finally:
+                _C.set_fa2_mma("auto")
+        return fn_sync
     if kernel == "ffpa_auto":
         return lambda: ffpa.forward(q, k, v, **kw)
     raise ValueError(kernel)
@@ -477,7 +489,7 @@ def _compiled_pairs(info):
 
 def _static_skip(kname, D, Dv, pairs, mask):
     """Why ``kname`` cannot run head dims (D, Dv) with this mask, before trying (None: try)."""
-    base = base_kernel(kname)
+    base = family_of(kname)
     if base == "sdpa_flash" and mask != "none":
         return "sdpa_flash takes no attn_mask"
     if base == "fa2" and max(D, Dv) > FA2_MAX_D:
@@ -492,11 +504,11 @@ def _select_kernels(args, ffpa, info):
     families = set(info.get("families", [])) if info else None
     kernels = []
     for kname in args.kernels:
-        if base_kernel(kname) in OUR_KERNELS:
+        if base_kernel(kname) in OUR_KERNELS or base_kernel(kname) in OUR_VARIANTS:
             if ffpa is None:
                 print(f"note: skipping {kname}: ffpa_attn unavailable", file=sys.stderr)
                 continue
-            if kname != "ffpa_auto" and families is not None and base_kernel(kname) not in families:
+            if kname != "ffpa_auto" and families is not None and family_of(kname) not in families:
                 print(f"note: skipping {kname}: not in this build "
                       f"(families={sorted(families)})", file=sys.stderr)
                 continue
@@ -630,7 +642,7 @@ def run_gpu(args) -> int:
     timer_desc = _timer_desc(args.warmup, args.iters)
 
     ffpa, info, note = (None, None, "")
-    if any(base_kernel(k) in OUR_KERNELS for k in args.kernels):
+    if any(family_of(k) in OUR_KERNELS for k in args.kernels):
         ffpa, info, note = _build_info()
     if note:
         print(f"note: {note}", file=sys.stderr)

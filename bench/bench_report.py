@@ -17,6 +17,10 @@ from collections import OrderedDict
 # --------------------------------------------------------------------------
 SDPA_KERNELS = ["sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_math"]
 OUR_KERNELS = ["ffpa_l1", "ffpa_l2", "ffpa_l3", "fa2", "ffpa_auto"]
+# Variants of our kernels a sweep may name besides those: fa2_sync is the FA-2 family forced onto
+# its mma.sync kernel (ffpa_attn._C.set_fa2_mma("sync")), to compare it with the wgmma kernel that
+# "fa2" runs on Hopper. Its compiled head dims are those of "fa2".
+OUR_VARIANTS = {"fa2_sync": "fa2"}
 BASELINE = "sdpa_efficient"
 # Speedup rows are drawn against each of these that ran (SDPA FA: head dims <= 256 only).
 SPEEDUP_BASELINES = ["sdpa_efficient", "sdpa_flash"]
@@ -31,6 +35,7 @@ LABELS = {
     "ffpa_l2": "FFPA L2",
     "ffpa_l3": "FFPA L3",
     "fa2": "FA2 (ours)",
+    "fa2_sync": "FA2 mma.sync (ours)",
     "ffpa_auto": "FFPA auto",
 }
 
@@ -59,6 +64,12 @@ def acc_variant(kernel: str) -> str:
 
 def base_kernel(kernel: str) -> str:
     return split_variant(kernel)[0]
+
+
+def family_of(kernel: str) -> str:
+    """The build family (build_info names) whose compiled head dims a kernel name runs."""
+    base = base_kernel(kernel)
+    return OUR_VARIANTS.get(base, base)
 
 
 def label(kernel: str) -> str:
@@ -127,7 +138,7 @@ def fmt_err(x) -> str:
 
 
 def _kernel_order(kernels):
-    known = SDPA_KERNELS + OUR_KERNELS
+    known = SDPA_KERNELS + OUR_KERNELS + list(OUR_VARIANTS)
     ks = list(dict.fromkeys(kernels))
     return sorted(ks, key=lambda k: (known.index(base_kernel(k)) if base_kernel(k) in known else len(known), k))
 

@@ -120,6 +120,42 @@ def test_fa2_kernel_info():
             assert 0 < c["smem_bytes"] <= 227 * 1024
 
 
+def test_fa2_mma_setting_round_trips_and_rejects_unknown_modes():
+    """The process-wide FA-2 tensor-core path: auto / sync / wgmma, anything else a ValueError
+    naming the argument. Without a compute capability 9.0 GPU (or without sm_90a in the build)
+    every setting runs mma.sync, which kernel_info reports."""
+    import ffpa_attn._C as C
+
+    assert C.get_fa2_mma() == "auto"
+    try:
+        for mode in ("sync", "wgmma", "auto"):
+            C.set_fa2_mma(mode)
+            assert C.get_fa2_mma() == mode
+        with pytest.raises(ValueError, match="`mode`.*'fast'"):
+            C.set_fa2_mma("fast")
+        assert C.get_fa2_mma() == "auto"  # a rejected mode changes nothing
+    finally:
+        C.set_fa2_mma("auto")
+    if _pairs("fa2") and not (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)):
+        e, ev = _pairs("fa2")[0]
+        C.set_fa2_mma("wgmma")
+        try:
+            assert C.kernel_info(ffpa_attn.build_info()["dtypes"][0], "fa2", e, ev)["mma"] == "mma.sync"
+        finally:
+            C.set_fa2_mma("auto")
+
+
+def test_generated_wgmma_wrappers_are_current():
+    """csrc/include/ffpa/ptx/wgmma_gen.cuh is what tools/gen_wgmma.py writes today."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, str(root / "tools" / "gen_wgmma.py"), "--check"], capture_output=True)
+    assert r.returncode == 0, "wgmma_gen.cuh is stale: run python tools/gen_wgmma.py"
+
+
 def test_kernel_info_rejects_unknown_configs():
     import ffpa_attn._C as C
 

@@ -44,6 +44,28 @@ CAUSAL = {"none": (False, "top_left"), "top_left": (True, "top_left"), "bottom_r
 HEADS = [(4, 4), (4, 2), (4, 1)]  # MHA, GQA, MQA
 
 
+# The FA-2 tensor-core paths checked on this GPU: "auto" (the wgmma kernel on compute capability
+# 9.0 where the build has sm_90a code, else mma.sync) and, where auto means wgmma, "sync" too, so
+# both kernels of the family are checked on a Hopper GPU.
+WGMMA_HERE = HAS_GPU and torch.cuda.get_device_capability() == (9, 0) and "90a" in INFO.get("archs", [])
+MMA_PATHS = ["auto", "sync"] if WGMMA_HERE else ["auto"]
+
+
+@pytest.fixture(params=MMA_PATHS)
+def mma(request):
+    """Runs the test on one FA-2 tensor-core path (ffpa_attn._C.set_fa2_mma), then restores auto."""
+    import ffpa_attn._C as C
+
+    C.set_fa2_mma(request.param)
+    yield request.param
+    C.set_fa2_mma("auto")
+
+
+def expected_mma(mma, e, ev):
+    """The instruction kernel_info should report for (E, Ev) on path `mma`."""
+    return "wgmma" if WGMMA_HERE and mma == "auto" and max(e, ev) <= 256 else "mma.sync"
+
+
 def need(dtype, d, dv=None):
     pair = (d, d if dv is None else dv)
     if DT_NAME[dtype] not in INFO.get("dtypes", []) or pair not in FA2_PAIRS:
@@ -75,11 +97,17 @@ def check(out, lse, q, k, v, causal="none", attn_mask=None, what="", **kw):
 @pytest.mark.parametrize("D", FA2_DIMS)
 @pytest.mark.parametrize("causal", list(CAUSAL))
 @pytest.mark.parametrize("heads", HEADS, ids=["mha", "gqa", "mqa"])
-def test_fa2_every_head_dim(dtype, D, causal, heads):
+def test_fa2_every_head_dim(dtype, D, causal, heads, mma):
     need(dtype, D)
+    import ffpa_attn._C as C
+
+    assert C.kernel_info(DT_NAME[dtype], "fa2", D, D)["mma"] == expected_mma(mma, D, D)
     q, k, v = rand_qkv(2, *heads, 133, 190, D, dtype, seed=D + len(causal))
     out, lse = run_fa2(q, k, v, causal)
-    check(out, lse, q, k, v, causal, what=f"D={D} {causal} heads={heads}")
+    check(out, lse, q, k, v, causal, what=f"D={D} {causal} heads={heads} mma={mma}")
+    if causal == "none" and heads == HEADS[1]:  # a negative scale: the kernels flip Q's sign bits
+        out, lse = run_fa2(q, k, v, causal, scale=-0.09)
+        check(out, lse, q, k, v, causal, scale=-0.09, what=f"D={D} negative scale mma={mma}")
 
 
 LENGTHS = [(1, 1), (17, 17), (255, 255), (1000, 1000), (4097, 4097), (1, 4097), (17, 1000), (1000, 17),
@@ -90,7 +118,7 @@ LENGTHS = [(1, 1), (17, 17), (255, 255), (1000, 1000), (4097, 4097), (1, 4097), 
 @pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("L,S", LENGTHS, ids=[f"L{a}-S{b}" for a, b in LENGTHS])
 @pytest.mark.parametrize("causal", list(CAUSAL))
-def test_fa2_odd_lengths(dtype, D, L, S, causal):
+def test_fa2_odd_lengths(dtype, D, L, S, causal, mma):
     need(dtype, D)
     if max(L, S) > 1000 and (D != 128 or dtype != torch.bfloat16):
         pytest.skip("4097-long cases run for bf16 D=128 only, to bound the test time")
@@ -103,7 +131,7 @@ def test_fa2_odd_lengths(dtype, D, L, S, causal):
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("kind", MASK_KINDS)
-def test_fa2_masks(dtype, D, kind):
+def test_fa2_masks(dtype, D, kind, mma):
     need(dtype, D)
     B, Hq, Hkv, L, S = 2, 4, 2, 300, 520
     q, k, v = rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=D + 3)
@@ -115,7 +143,7 @@ def test_fa2_masks(dtype, D, kind):
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("kind", ["blocksparse", "additive_fp32"])
 @pytest.mark.parametrize("L,S", [(1, 300), (255, 1000), (1000, 255)], ids=["L1", "L<S", "L>S"])
-def test_fa2_masks_odd_lengths(dtype, kind, L, S):
+def test_fa2_masks_odd_lengths(dtype, kind, L, S, mma):
     need(dtype, 128)
     q, k, v = rand_qkv(1, 4, 1, L, S, 128, dtype, seed=L + S)
     mask = make_mask(kind, 1, 4, L, S, dtype, torch.Generator(device="cuda").manual_seed(L))
@@ -126,7 +154,7 @@ def test_fa2_masks_odd_lengths(dtype, kind, L, S):
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("pair", ODD_PAIRS or [pytest.param(None, marks=pytest.mark.skip(reason="no Ev != E pair compiled"))])
 @pytest.mark.parametrize("case", ["none", "top_left", "bottom_right", "blocksparse"])
-def test_fa2_value_head_dim_differs(dtype, pair, case):
+def test_fa2_value_head_dim_differs(dtype, pair, case, mma):
     E, Ev = pair
     need(dtype, E, Ev)
     q, k, v = rand_qkv(2, 4, 2, 211, 300, E, dtype, seed=E + Ev, Dv=Ev)
@@ -236,19 +264,30 @@ def test_op_applies_mask_and_causal_together():
 # tile keeps two m-tiles and prefetch buffers at 255 registers and spills a few loop invariants
 # (16 B stack; docs/tuning_fa2.md). Every other entry must stay spill-free.
 FA2_LOCAL_BYTES_BUDGET = {128: 32}
+# The wgmma tiles of 96 and 128 run two blocks of 256 threads per SM (128 registers each); ptxas
+# spills a few bytes there, outside the MMA loop (they still beat every spill-free tile: docs/tuning_fa2.md
+# run 13), and 192's three warpgroups likewise.
+FA2_WGMMA_LOCAL_BYTES_BUDGET = {96: 16, 128: 32, 192: 24}
 
 
 def test_fa2_kernel_info_and_no_register_spills():
     import ffpa_attn._C as C
 
-    for dt in INFO["dtypes"]:
-        for e, ev in FA2_PAIRS:
-            info = C.kernel_info(dt, "fa2", e, ev, 0, True)
-            assert info["family"] == "fa2" and info["level"] == 0 and info["chunk_d"] == e
-            budget = FA2_LOCAL_BYTES_BUDGET.get(max(e, ev), 0)
-            assert info["local_bytes"] <= budget, (
-                f"{dt} E={e} Ev={ev}: {info['local_bytes']} bytes of local memory (budget {budget})")
-            assert info["registers"] <= 255
+    for path in MMA_PATHS:
+        C.set_fa2_mma(path)
+        try:
+            for dt in INFO["dtypes"]:
+                for e, ev in FA2_PAIRS:
+                    info = C.kernel_info(dt, "fa2", e, ev, 0, True)
+                    assert info["family"] == "fa2" and info["level"] == 0 and info["chunk_d"] == e
+                    assert info["mma"] == expected_mma(path, e, ev), (path, e, ev, info)
+                    budgets = FA2_WGMMA_LOCAL_BYTES_BUDGET if info["mma"] == "wgmma" else FA2_LOCAL_BYTES_BUDGET
+                    budget = budgets.get(max(e, ev), 0)
+                    assert info["local_bytes"] <= budget, (
+                        f"{dt} E={e} Ev={ev} {info['mma']}: {info['local_bytes']} bytes of local memory (budget {budget})")
+                    assert info["registers"] <= 255
+        finally:
+            C.set_fa2_mma("auto")
 
 
 # ---- op-level mask checks (C++ TORCH_CHECK), each would pass silently without its check ----------

@@ -11,6 +11,7 @@ TRAITS = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)ENS_4TileI
 ACC = re.compile(r"AccModeE(\d)")
 ACC_NAMES = {"0": "", "1": " fp16acc", "2": " mixedacc"}
 FA2 = re.compile(r"Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_7Fa2TileILi(\d+)ELi(\d+)ELi(\d+)E")
+FA2W = re.compile(r"Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_12Fa2WgmmaTileILi(\d+)ELi(\d+)ELi(\d+)E")
 FA2_STAGES = re.compile(r"ELi(\d)EEEvNS_9FwdParamsE$")  # ring depth of a kernel compiled for one
 DT = {"6__half": "fp16", "13__nv_bfloat16": "bf16"}
 
@@ -25,6 +26,7 @@ def main(path):
         elif cur and frame and (m := REGS.search(line)):
             t = TRAITS.search(cur[0])
             f = FA2.search(cur[0])
+            fw = FA2W.search(cur[0])
             if t:
                 dt, d, dv, lvl, wm, wn, bn, cd = t.groups()
                 a = ACC.search(cur[0][t.end():])
@@ -33,6 +35,12 @@ def main(path):
                 depth = f" {st.group(1)}-stage" if st and st.group(1) != "0" else ""
                 rows.append((f"L{lvl}{ACC_NAMES.get(a.group(1), '') if a else ''}{depth}", DT.get(dt, dt), name, cur[1], 16 * int(wm), int(bn), int(cd),
                              32 * int(wm) * int(wn), int(m.group(1)), frame))
+            elif fw:
+                dt, d, dv, wg, bn, _ = fw.groups()
+                name = int(d) if d == dv else f"{d}/{dv}"
+                st = FA2_STAGES.search(cur[0])
+                rows.append((f"FA2 wgmma {st.group(1)}-stage" if st else "FA2 wgmma", DT.get(dt, dt), name, cur[1],
+                             64 * int(wg), int(bn), int(d), 128 * int(wg), int(m.group(1)), frame))
             elif f:
                 dt, d, dv, w, mt, bn = f.groups()
                 name = int(d) if d == dv else f"{d}/{dv}"

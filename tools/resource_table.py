@@ -10,19 +10,29 @@ import ffpa_attn._C as C
 
 def main():
     info = ffpa_attn.build_info()
-    print("| kernel | dtype | acc | D | Dv | Br | Bc | chunk | Dv per block | threads | stages | "
+    print("| kernel | mma | dtype | acc | D | Dv | Br | Bc | chunk | Dv per block | threads | stages | "
           "smem/block (B) | registers | local (B) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for family in info["families"]:
         for dt, accs in sorted(info["accs"][family].items()):
             for acc in ("fp32", "fp16", "mixed"):
                 if acc not in accs:
                     continue
                 for e, ev in sorted(tuple(p) for p in info["head_dim_pairs"][family]):
-                    k = C.kernel_info(dt, family, e, ev, 0, True, acc)
-                    print(f"| {family} | {dt} | {acc} | {e} | {ev} | {k['block_m']} | {k['block_n']} | "
-                          f"{k['chunk_d']} | {k['group_d']} | {k['threads']} | {k['num_stages']} | "
-                          f"{k['smem_bytes']} | {k['registers']} | {k['local_bytes']} |")
+                    # FA-2: the kernel auto runs here, then the mma.sync one where auto is wgmma.
+                    seen = set()
+                    for mode in (("auto", "sync") if family == "fa2" else ("auto",)):
+                        C.set_fa2_mma(mode)
+                        try:
+                            k = C.kernel_info(dt, family, e, ev, 0, True, acc)
+                        finally:
+                            C.set_fa2_mma("auto")
+                        if k["mma"] in seen:
+                            continue
+                        seen.add(k["mma"])
+                        print(f"| {family} | {k['mma']} | {dt} | {acc} | {e} | {ev} | {k['block_m']} | {k['block_n']} | "
+                              f"{k['chunk_d']} | {k['group_d']} | {k['threads']} | {k['num_stages']} | "
+                              f"{k['smem_bytes']} | {k['registers']} | {k['local_bytes']} |")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 //   /tmp/tune_fa2 [B H N causal]      (default 1 32 8192 0)
 #include "tune_common.cuh"
 #include "ffpa/fa2_traits.h"
-#include "ffpa/kernels/fa2_fwd_sm80.cuh"
+#include "ffpa/kernels/fa2_fwd_sm90.cuh"
 
 struct Problem {
   int B, H, N;
@@ -18,7 +18,8 @@ struct Problem {
 template <int D, typename Cfg>
 void variant(const char* name, const Problem& pr, int stages, bool is_ref) {
   using Traits = ffpa::Fa2Traits<Elem, D, D, Cfg>;
-  auto kernel = ffpa::attn::fa2_fwd_kernel_for<Traits>(stages);
+  auto kernel = ffpa::attn::fa2_fwd_kernel_any<Traits>(stages);
+  if (kernel == nullptr) return;
   const int smem = Traits::smem_bytes(stages);
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
     std::printf("D=%4d %-28s stages=%d smem=%d: does not fit\n", D, name, stages, smem);
@@ -58,6 +59,20 @@ void sweep(int B, int H, int N, bool causal) {
   // The first variant of each D is the reference (the current table entry).
   variant<D, ffpa::Fa2TileFor<D>>("table", pr, 2, true);
   variant<D, ffpa::Fa2TileFor<D>>("table", pr, 3, false);
+#if defined(TUNE_WGMMA)
+  // Run 13 (session 6): the Hopper kernel (fa2_fwd_sm90.cuh), warpgroups x key tile.
+  using ffpa::Fa2WgmmaTile;
+  variant<D, Fa2WgmmaTile<2, 64>>("wg2 Bc64", pr, 2, false);
+  variant<D, Fa2WgmmaTile<2, 64>>("wg2 Bc64", pr, 3, false);
+  if constexpr (D <= 128) {
+    variant<D, Fa2WgmmaTile<2, 128>>("wg2 Bc128", pr, 2, false);
+    variant<D, Fa2WgmmaTile<2, 64, 2>>("wg2 Bc64 2blk", pr, 2, false);
+    variant<D, Fa2WgmmaTile<1, 128, 2>>("wg1 Bc128 2blk", pr, 2, false);
+    variant<D, Fa2WgmmaTile<3, 128>>("wg3 Bc128", pr, 2, false);
+  }
+  variant<D, Fa2WgmmaTile<3, 64>>("wg3 Bc64", pr, 2, false);
+  variant<D, Fa2WgmmaTile<1, 64, 2>>("wg1 Bc64 2blk", pr, 2, false);
+#else
   // Run 7: wider tiles where registers allow (D=32: Bc 128; 8 warps x 2 m-tiles = 256 rows).
   if constexpr (D <= 32) {
     variant<D, Fa2Tile<4, 2, 128, true, 1>>("4w x2 Bc128 qreg", pr, 3, false);
@@ -88,6 +103,7 @@ void sweep(int B, int H, int N, bool causal) {
     variant<D, Fa2Tile<8, 1, 64, false, 1, false, false>>("8w x1 Bc64 nopf", pr, 2, false);
     variant<D, Fa2Tile<4, 1, 128, false, 1, false, true>>("4w x1 Bc128 nopf earlyV", pr, 2, false);
   }
+#endif
   CK(cudaFree(pr.q));
   CK(cudaFree(pr.k));
   CK(cudaFree(pr.v));

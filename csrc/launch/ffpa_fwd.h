@@ -15,10 +15,19 @@ enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
 // (head dims <= 256 and 320, whole head dim per tile).
 enum class Family : int { kFfpa = 0, kFa2 = 1 };
 
+// Which tensor-core instruction the FA-2 family uses. kAuto: the warpgroup MMA (wgmma) where the
+// build has sm_90a code and the device is compute capability 9.0, else mma.sync. kSync forces
+// mma.sync (the sm_80 kernel) everywhere; kWgmma is kAuto (it cannot run elsewhere). A
+// process-wide setting (tests and benchmarks compare the two kernels on one Hopper GPU).
+enum class Fa2Mma : int { kAuto = 0, kSync = 1, kWgmma = 2 };
+void set_fa2_mma(Fa2Mma mode);
+Fa2Mma fa2_mma();
+
 // How one launch is cut, as the kernel will see it; registers/local memory filled on request.
 struct KernelInfo {
   Family family = Family::kFfpa;
   int level = 0;            // FFPA level; 0 for FA-2
+  bool wgmma = false;       // FA-2 on the warpgroup MMA (fa2_fwd_sm90.cuh), else mma.sync
   AccMode acc = AccMode::kF32;
   int head_dim = 0;
   int head_dim_v = 0;

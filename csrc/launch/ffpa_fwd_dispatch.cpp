@@ -1,9 +1,18 @@
 // Looks kernels up in the generated registry: by family, or by the routing rule of level 0.
 // The only non-generated code that knows instantiations exist; torch-free.
+#include <atomic>
+
 #include "launch/ffpa_fwd.h"
 #include "launch/ffpa_heuristic.h"
 
 namespace ffpa::launch {
+
+namespace {
+std::atomic<int> g_fa2_mma{static_cast<int>(Fa2Mma::kAuto)};
+}  // namespace
+
+void set_fa2_mma(Fa2Mma mode) { g_fa2_mma.store(static_cast<int>(mode), std::memory_order_relaxed); }
+Fa2Mma fa2_mma() { return static_cast<Fa2Mma>(g_fa2_mma.load(std::memory_order_relaxed)); }
 
 const RegistryEntry* find_kernel(DType dtype, Family family, int level, AccMode acc, int head_dim, int head_dim_v) {
   for (const RegistryEntry* e = registry_begin(); e != registry_end(); ++e)

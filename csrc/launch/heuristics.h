@@ -20,6 +20,25 @@ inline int device_attribute(int fallback) {
   return cached[dev];
 }
 
+// Compute capability of the current device as 10 * major + minor (0 where it cannot be read),
+// read once per device.
+inline int device_compute_capability() {
+  static int cached[64] = {0};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+  if (cached[dev] == 0) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+      return 0;
+    cached[dev] = 10 * major + minor;
+  }
+  return cached[dev];
+}
+
+// Whether the current device runs sm_90a code (compute capability exactly 9.0: H100, H200).
+inline bool device_is_sm90() { return device_compute_capability() == 90; }
+
 // Shared memory of one SM, and the SM count, of the current device.
 inline int smem_per_sm() { return device_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(100 * 1024); }
 inline int num_sms() { return device_attribute<cudaDevAttrMultiProcessorCount>(1); }

@@ -53,6 +53,7 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   py::dict d;
   d["family"] = family;
   d["level"] = k.level;
+  d["mma"] = k.wgmma ? "wgmma" : "mma.sync";
   d["head_dim"] = k.head_dim;
   d["head_dim_v"] = k.head_dim_v;
   d["block_m"] = k.block_m;
@@ -87,6 +88,23 @@ int pick_ffpa_level(int head_dim, int head_dim_v, int len_q, int len_kv, int64_t
   return pick_ffpa_level(q, have);
 }
 
+// The FA-2 family's tensor-core path (launch/ffpa_fwd.h, Fa2Mma): "auto", "sync" or "wgmma".
+void set_fa2_mma(const std::string& mode) {
+  using ffpa::launch::Fa2Mma;
+  if (mode == "auto") ffpa::launch::set_fa2_mma(Fa2Mma::kAuto);
+  else if (mode == "sync") ffpa::launch::set_fa2_mma(Fa2Mma::kSync);
+  else if (mode == "wgmma") ffpa::launch::set_fa2_mma(Fa2Mma::kWgmma);
+  else throw py::value_error("set_fa2_mma: `mode` must be 'auto', 'sync' or 'wgmma', got '" + mode + "'");
+}
+
+std::string get_fa2_mma() {
+  switch (ffpa::launch::fa2_mma()) {
+    case ffpa::launch::Fa2Mma::kSync: return "sync";
+    case ffpa::launch::Fa2Mma::kWgmma: return "wgmma";
+    default: return "auto";
+  }
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -98,4 +116,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("pick_ffpa_level", &pick_ffpa_level, py::arg("head_dim"), py::arg("head_dim_v"), py::arg("len_q"),
         py::arg("len_kv"), py::arg("batch_heads"), py::arg("compiled"),
         "The FFPA level an auto call would run (csrc/launch/ffpa_heuristic.cpp), for explicit inputs");
+  m.def("set_fa2_mma", &set_fa2_mma, py::arg("mode"),
+        "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
+        "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)");
+  m.def("get_fa2_mma", &get_fa2_mma, "The FA-2 tensor-core path set by set_fa2_mma");
 }

@@ -32,6 +32,26 @@ struct Fa2Tile {
   static constexpr bool early_v = kEarlyV_;
   static constexpr bool prefetch_q = kPrefetchQ_;
   static constexpr int stages = kStages_;
+  static constexpr bool wgmma = false;
+};
+
+// A row of the Hopper (sm_90a) table: the same kernel structure, with both products on the
+// warpgroup MMA (wgmma.mma_async m64nNk16). Each warpgroup of 4 warps owns 64 query rows (warp
+// w: rows 16 w..16 w + 15, one m-tile, as in the mma.sync layout) and all kBlockN keys; S = Q K^T
+// reads Q and K from shared memory, O += P V takes P from registers and reads V transposed.
+// Q, K and V live in the 128-byte-swizzle layout wgmma reads (GmmaSw128Tile); no ldmatrix.
+template <int kWarpGroups_, int kBlockN_, int kMinBlocks_ = 1, int kStages_ = 0>
+struct Fa2WgmmaTile {
+  static constexpr int warps = 4 * kWarpGroups_;
+  static constexpr int m_tiles = 1;
+  static constexpr int block_n = kBlockN_;
+  static constexpr bool q_in_regs = false;
+  static constexpr int min_blocks = kMinBlocks_;
+  static constexpr bool prefetch = false;
+  static constexpr bool early_v = true;
+  static constexpr bool prefetch_q = false;
+  static constexpr int stages = kStages_;
+  static constexpr bool wgmma = true;
 };
 
 // The FA-2 tile table, keyed by head dim (D = max(E, Ev) for unequal pairs).
@@ -66,6 +86,18 @@ using Fa2TileFor = std::conditional_t<
                                                   std::conditional_t<(kHeadDim <= 256), Fa2Tile<8, 1, 64, false, 1, false, true>,
                                                                      Fa2Tile<8, 1, 32, false, 1, false, true, true, 2>>>>>>>;
 
+// The Hopper table, keyed by head dim (D = max(E, Ev)). Measured on an H200 (tools/tune_fa2.cu
+// -DTUNE_WGMMA, docs/tuning_fa2.md run 13, bf16 B=1 H=32 N=8192, TFLOPS against the mma.sync
+// table in the same run): 64 390 vs 307, 96 394 vs 327, 128 513 vs 372, 192 455 vs 296, 256 468
+// vs 307. Without overlap of the softmax and the tensor cores inside a warpgroup, residency
+// decides: two blocks per SM (registers capped at 128 for 256 threads) win up to D = 128 even
+// where ptxas spills a few bytes outside the MMA loop; 192 runs three warpgroups per block.
+template <int kHeadDim>
+using Fa2WgmmaTileFor = std::conditional_t<
+    (kHeadDim <= 64), Fa2WgmmaTile<1, 128, 2>,
+    std::conditional_t<(kHeadDim <= 128), Fa2WgmmaTile<2, 64, 2>,
+                       std::conditional_t<(kHeadDim <= 192), Fa2WgmmaTile<3, 64, 1>, Fa2WgmmaTile<2, 64, 1>>>>;
+
 template <typename Element_, int kHeadDim_, int kHeadDimV_, typename Cfg>
 struct Fa2Traits {
   using Element = Element_;
@@ -84,26 +116,33 @@ struct Fa2Traits {
   static constexpr bool kEarlyV = Cfg::early_v;
   static constexpr bool kPrefetchQ = Cfg::prefetch_q;
   static constexpr int kStages = Cfg::stages;  // 0: auto
+  static constexpr bool kWgmma = Cfg::wgmma;
 
   static constexpr int kNTilesS = kBlockN / 8;     // m16n8 S tiles per m-tile
   static constexpr int kNTilesO = kHeadDimV / 8;   // m16n8 O tiles per m-tile
   static constexpr int kKStepsQK = kHeadDim / 16;  // MMA k-steps of Q@K^T
   static constexpr int kKStepsPV = kBlockN / 16;   // MMA k-steps of P@V
 
-  using QTile = SmemTile<kBlockM, kHeadDim>;
-  using KTile = SmemTile<kBlockN, kHeadDim>;
-  using VTile = SmemTile<kBlockN, kHeadDimV>;
+  template <int kRows, int kCols>
+  using OperandTile = std::conditional_t<kWgmma, GmmaSw128Tile<kRows, kCols>, SmemTile<kRows, kCols>>;
+  using QTile = OperandTile<kBlockM, kHeadDim>;
+  using KTile = OperandTile<kBlockN, kHeadDim>;
+  using VTile = OperandTile<kBlockN, kHeadDimV>;
   using OTile = SmemTile<kBlockM, kHeadDimV>;  // the epilogue's staging of O (over Q and the ring)
 
   // Shared memory: the block's Q tile (loaded once), then a ring of stages, each holding one
-  // K tile or one V tile (the loads alternate K_j, V_j, K_j+1, ...).
+  // K tile or one V tile (the loads alternate K_j, V_j, K_j+1, ...). The wgmma layout needs
+  // 1024-byte aligned chunks: the kernel rounds the dynamic base up, hence kAlignSlack.
+  static constexpr int kAlignSlack = kWgmma ? 1024 : 0;
   static constexpr int kQBytes = QTile::kBytes;
   static constexpr int kStageBytes = KTile::kBytes > VTile::kBytes ? KTile::kBytes : VTile::kBytes;
-  static constexpr int smem_bytes(int stages) { return kQBytes + stages * kStageBytes; }
+  static constexpr int smem_bytes(int stages) { return kAlignSlack + kQBytes + stages * kStageBytes; }
 
   static_assert(kHeadDim % 16 == 0 && kHeadDimV % 16 == 0, "head dims must be multiples of 16");
   static_assert(kBlockN % 16 == 0, "MMA k-steps of P@V are 16 keys");
   static_assert(kQBytes % 128 == 0 && kStageBytes % 128 == 0, "keep buffers 128-byte aligned");
+  static_assert(!kWgmma || (kQBytes % 1024 == 0 && kStageBytes % 1024 == 0 && kMTiles == 1 && kWarps % 4 == 0),
+                "wgmma tiles: whole warpgroups of one m-tile per warp, 1024-byte aligned buffers");
   static_assert(kThreads <= 512, "at most 16 warps per block");
   static_assert(OTile::kBytes <= kQBytes + kStageBytes, "the O staging tile must fit the Q tile and one stage");
 };

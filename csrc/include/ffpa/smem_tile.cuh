@@ -68,6 +68,38 @@ struct PaddedTile {
   }
 };
 
+// The canonical 128-byte-swizzle layout the Hopper tensor cores (wgmma) read through a
+// descriptor (ptx/wgmma.cuh). Columns are cut into chunks of 64 (128 bytes); each chunk is a
+// contiguous kRows x 128-byte block, 1024-byte aligned, and 16-byte unit u of row r sits at
+//
+//   chunk(u / 8) + r * 128 + ((u % 8) ^ (r % 8)) * 16
+//
+// (row r's units rotate by r % 8, so 8 consecutive rows at one unit hit 8 bank groups). A width
+// that is not a multiple of 64 (96, 160, 224) leaves the last chunk partly unused: wgmma reads
+// only the k-steps (or, transposed, the columns) that exist.
+template <int kRows, int kCols>
+struct GmmaSw128Tile {
+  static_assert(kCols % 16 == 0, "tile width must be a multiple of 16 elements");
+  static_assert(kRows % 8 == 0, "the swizzle pattern repeats every 8 rows");
+  static constexpr int kUnits = kCols / 8;
+  static constexpr int kChunks = (kCols + 63) / 64;
+  static constexpr int kChunkBytes = kRows * 128;
+  static constexpr int kBytes = kChunks * kChunkBytes;
+  static constexpr bool kAnyRowStep = false;  // advance() needs row steps that keep the phase
+
+  static __host__ __device__ __forceinline__ uint32_t unit_offset(int row, int unit) {
+    return static_cast<uint32_t>((unit / 8) * kChunkBytes + row * 128 + (((unit % 8) ^ (row % 8)) * 16));
+  }
+  static __host__ __device__ __forceinline__ uint32_t elem_offset(int row, int col) {
+    return unit_offset(row, col / 8) + static_cast<uint32_t>((col % 8) * 2);
+  }
+  // (row + dr, unit) from (row, unit) for dr a multiple of 8; only the copies use it, with du = 0
+  // (no fragment loads: wgmma addresses its operands through descriptors).
+  static __host__ __device__ __forceinline__ uint32_t advance(uint32_t addr, int dr, int /*du*/) {
+    return addr + static_cast<uint32_t>(dr * 128);
+  }
+};
+
 // The XOR swizzle where it is conflict-free (2 or 4 units, or a multiple of 8), padding elsewhere.
 template <int kRows, int kCols>
 using SmemTile = std::conditional_t<((kCols / 8) == 2 || (kCols / 8) == 4 || (kCols / 8) % 8 == 0),

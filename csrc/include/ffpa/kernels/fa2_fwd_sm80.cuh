@@ -14,6 +14,7 @@
 #include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/ptx/math.cuh"
+#include "ffpa/ptx/wgmma.cuh"
 
 namespace ffpa::attn {
 
@@ -193,13 +194,182 @@ struct Fa2Fwd {
       issue<kIssueV>(p, b, pr, tid);
       ptx::cp_async_commit_group();
       ptx::cp_async_wait_group<0>();
+      if constexpr (Traits::kWgmma) ptx::fence_proxy_async_shared();
       __syncthreads();
     } else {
       ptx::cp_async_wait_group<kStages - 2>();
+      // wgmma reads shared memory through the async proxy: each thread fences its own landed
+      // copies before the barrier that publishes them.
+      if constexpr (Traits::kWgmma) ptx::fence_proxy_async_shared();
       __syncthreads();  // the item is visible to all; everyone is done with the slot refilled next
       issue<kIssueV>(p, b, pr, tid);
       ptx::cp_async_commit_group();
     }
+  }
+
+  // Online softmax of one KV tile (base 2): scale and mask boundary tiles, update the running row
+  // max and sum, rescale O where the max moved, and pack P (b16) as the A operand of P@V. The
+  // accumulator layout of S n8 tiles 2kk and 2kk+1 is the A layout of P@V k-step kk (mma.sync
+  // m16n8k16 and wgmma alike), so P never leaves registers.
+  static __device__ __forceinline__ void softmax_tile(const FwdParams& p, const Block& b, int j, int m0, int warp_row0,
+                                                      int g, int t4, float scale_log2,
+                                                      float (&s_acc)[kMTiles][kNTilesS][4],
+                                                      float (&row_max)[kMTiles][2], float (&row_sum)[kMTiles][2],
+                                                      float (&o_acc)[kMTiles][kNTilesO][4],
+                                                      uint32_t (&p_frag)[kMTiles][kKStepsPV][4]) {
+    const int n0 = j * kBlockN;
+    const uint8_t code = b.codes != nullptr ? b.codes[j] : static_cast<uint8_t>(kBlockFull);
+    const bool per_elem = code == kBlockPartial || n0 + kBlockN > p.len_kv ||
+                          (p.is_causal && n0 + kBlockN - 1 > m0 + p.causal_offset);
+    // Tiles without masking keep raw scores: the max of raw scores times the (positive) scale is
+    // the max of scaled ones, and P = exp2(s * scale - m) is one FFMA. Masked tiles are scaled
+    // (and masked) in place first, then use a factor of 1.
+    if (per_elem) mask_tile(s_acc, p, code, scale_log2, m0 + warp_row0, n0, g, t4);
+    const float sf = per_elem ? 1.f : scale_log2;
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      float tile_max[2] = {strip_row_max(s_acc[mt], 0), strip_row_max(s_acc[mt], 1)};
+      float alpha[2], neg_m[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float m_new = fmaxf(row_max[mt][r], tile_max[r] * sf);
+        // A row whose keys so far are all masked keeps max -inf: exponentiate against 0 then,
+        // so exp2(-inf - -inf) never makes a NaN (its P is 0, its O and l stay 0).
+        const float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
+        alpha[r] = ptx::ex2_approx_ftz(row_max[mt][r] - m_use);
+        row_max[mt][r] = m_new;
+        row_sum[mt][r] *= alpha[r];
+        neg_m[r] = -m_use;
+      }
+      // Once the row maxima settle, alpha is 1 for the whole warp: skip the O rescale.
+      if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
+#pragma unroll
+        for (int n = 0; n < kNTilesO; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o_acc[mt][n][e] *= alpha[e / 2];
+      }
+      // The accumulator layout of S n8 tiles 2kk and 2kk+1 is the A layout of k-step kk.
+      PartialSum<kSumParts> tile_sum[2];
+#pragma unroll
+      for (int n = 0; n < kNTilesS; ++n) {
+        float pe[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          pe[e] = ptx::ex2_approx_ftz(fmaf(s_acc[mt][n][e], sf, neg_m[e / 2]));
+          tile_sum[e / 2].add(2 * n + e % 2, pe[e]);
+        }
+        p_frag[mt][n / 2][(n % 2) * 2 + 0] = Num::pack2(pe[0], pe[1]);
+        p_frag[mt][n / 2][(n % 2) * 2 + 1] = Num::pack2(pe[2], pe[3]);
+      }
+      row_sum[mt][0] += tile_sum[0].total();
+      row_sum[mt][1] += tile_sum[1].total();
+    }
+  }
+
+  // Epilogue: row sums across the quad, O / l through shared memory (the Q tile and the ring are
+  // free once every warp is done) so the global stores are whole 16-byte units, and the LSE
+  // (natural log) when asked for.
+  static __device__ __forceinline__ void store_o(const FwdParams& p, uint32_t q_smem, int m0, int rows_q, int warp_row0,
+                                                 int g, int t4, int tid, const float (&o_acc)[kMTiles][kNTilesO][4],
+                                                 const float (&row_max)[kMTiles][2], const float (&row_sum)[kMTiles][2]) {
+    const int head = blockIdx.y;
+    const int batch = blockIdx.z;
+    using OTile = typename Traits::OTile;
+    __syncthreads();
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float l = row_sum[mt][r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int row_in_block = warp_row0 + mt * 16 + g + r * 8;
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+        for (int n = 0; n < kNTilesO; ++n) {
+          const uint32_t packed = Num::pack2(o_acc[mt][n][2 * r] * inv, o_acc[mt][n][2 * r + 1] * inv);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(q_smem + OTile::elem_offset(row_in_block, n * 8 + 2 * t4)),
+                       "r"(packed));
+        }
+        const int row = m0 + row_in_block;
+        if (p.lse != nullptr && t4 == 0 && row < p.len_q) {
+          constexpr float kLn2 = 0.6931471805599453f;
+          p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] =
+              l > 0.f ? (row_max[mt][r] + __log2f(l)) * kLn2 : -CUDART_INF_F;
+        }
+      }
+    __syncthreads();
+    Element* o_base = static_cast<Element*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride +
+                      static_cast<int64_t>(m0) * p.o_row_stride;
+    constexpr int kUnitsO = Traits::kHeadDimV / 8;
+    for (int i = tid; i < rows_q * kUnitsO; i += kThreads) {
+      const int r = i / kUnitsO, u = i % kUnitsO;
+      uint4 val;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w)
+                   : "r"(q_smem + OTile::unit_offset(r, u)));
+      *reinterpret_cast<uint4*>(o_base + r * p.o_row_stride + u * 8) = val;
+    }
+  }
+
+  struct BlockStart {
+    int m0;          // first query row of the block
+    int rows_q;      // valid query rows in the block
+    int first_tile;  // first key tile the consumer reads
+    float scale_log2;
+  };
+
+  // Block setup shared by the mma.sync and wgmma kernels: the block's rows and key range, the
+  // Q copy (its own group, committed first: the first acquire waits for it too), the ring's
+  // prologue (kStages - 1 items: K_0, V_0, K_1, ...), and for a negative scale the sign flip of
+  // Q (a negative scale is a positive one on -Q, so the softmax may take the row max of the raw
+  // scores). `smem` is the base of Q, followed by the ring.
+  static __device__ __forceinline__ BlockStart begin_block(const FwdParams& p, char* smem, int tid, Block& b,
+                                                           Producer& pr) {
+    BlockStart st;
+    // Heaviest (causal) blocks first: the last query rows see the most keys.
+    const int m_block = gridDim.x - 1 - blockIdx.x;
+    const int head = blockIdx.y;
+    const int batch = blockIdx.z;
+    st.m0 = m_block * kBlockM;
+    st.rows_q = min(kBlockM, p.len_q - st.m0);
+    b.head_kv = head / (p.heads_q / p.heads_kv);
+    // Causal: the block's last valid row sees keys up to (row + causal_offset).
+    const int kv_end = p.is_causal ? max(0, min(p.len_kv, st.m0 + st.rows_q + p.causal_offset)) : p.len_kv;
+    b.n_end = (kv_end + kBlockN - 1) / kBlockN;
+    b.codes = p.block_map == nullptr
+                  ? nullptr
+                  : p.block_map + batch * p.block_map_batch_stride + head * p.block_map_head_stride +
+                        static_cast<int64_t>(m_block) * p.block_map_n_blocks;
+    const uint32_t q_smem = ptx::smem_u32addr(smem);
+    b.ring = q_smem + Traits::kQBytes;
+
+    const Element* q = static_cast<const Element*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride +
+                       static_cast<int64_t>(st.m0) * p.q_row_stride;
+    load_rows<QTile, kBlockM, Traits::kHeadDim, true>(q_smem, q, p.q_row_stride, st.rows_q, tid);
+    ptx::cp_async_commit_group();
+    pr.tile = next_tile(b, 0);
+    pr.slot = 0;
+    st.first_tile = pr.tile;
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s % 2 == 0) issue<false>(p, b, pr, tid);
+      else issue<true>(p, b, pr, tid);
+      ptx::cp_async_commit_group();
+    }
+
+    st.scale_log2 = fabsf(p.scale_log2);
+    if (p.scale_log2 < 0.f) {
+      ptx::cp_async_wait_group<kStages - 1>();  // the Q group (older than the prologue's)
+      __syncthreads();
+      for (int i = tid; i < Traits::kQBytes / 4; i += kThreads) {
+        uint32_t* w = reinterpret_cast<uint32_t*>(smem) + i;
+        *w ^= 0x80008000u;
+      }
+    }
+    return st;
   }
 
   static __device__ __forceinline__ void run(const FwdParams& p, char* smem) {
@@ -209,52 +379,12 @@ struct Fa2Fwd {
     const int g = lane / 4;   // fragment row (and g + 8) within an m-tile
     const int t4 = lane % 4;  // fragment column pair
 
-    // Heaviest (causal) blocks first: the last query rows see the most keys.
-    const int m_block = gridDim.x - 1 - blockIdx.x;
-    const int head = blockIdx.y;
-    const int batch = blockIdx.z;
-    const int head_kv = head / (p.heads_q / p.heads_kv);
-    const int m0 = m_block * kBlockM;
-    const int rows_q = min(kBlockM, p.len_q - m0);
-
     Block b;
-    b.head_kv = head_kv;
-    // Causal: the block's last valid row sees keys up to (row + causal_offset).
-    const int kv_end = p.is_causal ? max(0, min(p.len_kv, m0 + rows_q + p.causal_offset)) : p.len_kv;
-    b.n_end = (kv_end + kBlockN - 1) / kBlockN;
-    b.codes = p.block_map == nullptr
-                  ? nullptr
-                  : p.block_map + batch * p.block_map_batch_stride + head * p.block_map_head_stride +
-                        static_cast<int64_t>(m_block) * p.block_map_n_blocks;
+    Producer pr;
+    const BlockStart st0 = begin_block(p, smem, tid, b, pr);
+    const int m0 = st0.m0, rows_q = st0.rows_q, first_tile = st0.first_tile;
+    const float scale_log2 = st0.scale_log2;
     const uint32_t q_smem = ptx::smem_u32addr(smem);
-    b.ring = q_smem + Traits::kQBytes;
-
-    // Q once (its own group, committed first: the first acquire waits for it too), then the
-    // prologue fills kStages - 1 ring slots (K_0, V_0, K_1, ...).
-    const Element* q = static_cast<const Element*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride +
-                       static_cast<int64_t>(m0) * p.q_row_stride;
-    load_rows<QTile, kBlockM, Traits::kHeadDim, true>(q_smem, q, p.q_row_stride, rows_q, tid);
-    ptx::cp_async_commit_group();
-    Producer pr{next_tile(b, 0), 0};
-    const int first_tile = pr.tile;
-#pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) {
-      if (s % 2 == 0) issue<false>(p, b, pr, tid);
-      else issue<true>(p, b, pr, tid);
-      ptx::cp_async_commit_group();
-    }
-
-    // A negative scale is a positive one on -Q: flip the sign bits of the Q tile once, so the
-    // softmax below can take the row max of the raw scores (valid for a positive factor only).
-    const float scale_log2 = fabsf(p.scale_log2);
-    if (p.scale_log2 < 0.f) {
-      ptx::cp_async_wait_group<kStages - 1>();  // the Q group (older than the prologue's)
-      __syncthreads();
-      for (int i = tid; i < Traits::kQBytes / 4; i += kThreads) {
-        uint32_t* w = reinterpret_cast<uint32_t*>(smem) + i;
-        *w ^= 0x80008000u;
-      }
-    }
 
     const int warp_row0 = warp * kWarpRows;  // first row of this warp within the block
     // Per-lane ldmatrix addresses at (m-tile 0 / n-pair 0, k-step 0); the unrolled loops reach
@@ -288,7 +418,6 @@ struct Fa2Fwd {
 
     int slot = 0;  // the consumer's ring slot
     for (int j = first_tile; j < b.n_end; j = next_tile(b, j + 1)) {
-      const int n0 = j * kBlockN;
       // ---- S = Q @ K_j^T over the whole head dim ----
       acquire<false>(p, b, pr, tid);
       const uint32_t k_smem = slot_addr(b, slot) + k_lane;
@@ -357,55 +486,8 @@ struct Fa2Fwd {
       }
 
       // ---- scale, mask, online softmax (base 2) ----
-      const uint8_t code = b.codes != nullptr ? b.codes[j] : static_cast<uint8_t>(kBlockFull);
-      const bool per_elem = code == kBlockPartial || n0 + kBlockN > p.len_kv ||
-                            (p.is_causal && n0 + kBlockN - 1 > m0 + p.causal_offset);
-      // Tiles without masking keep raw scores: the max of raw scores times the (positive) scale is
-      // the max of scaled ones, and P = exp2(s * scale - m) is one FFMA. Masked tiles are scaled
-      // (and masked) in place first, then use a factor of 1.
-      if (per_elem) mask_tile(s_acc, p, code, scale_log2, m0 + warp_row0, n0, g, t4);
-      const float sf = per_elem ? 1.f : scale_log2;
       uint32_t p_frag[kMTiles][kKStepsPV][4];  // P as the A operand of P@V, b16
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        float tile_max[2] = {strip_row_max(s_acc[mt], 0), strip_row_max(s_acc[mt], 1)};
-        float alpha[2], neg_m[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-          const float m_new = fmaxf(row_max[mt][r], tile_max[r] * sf);
-          // A row whose keys so far are all masked keeps max -inf: exponentiate against 0 then,
-          // so exp2(-inf - -inf) never makes a NaN (its P is 0, its O and l stay 0).
-          const float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
-          alpha[r] = ptx::ex2_approx_ftz(row_max[mt][r] - m_use);
-          row_max[mt][r] = m_new;
-          row_sum[mt][r] *= alpha[r];
-          neg_m[r] = -m_use;
-        }
-        // Once the row maxima settle, alpha is 1 for the whole warp: skip the O rescale.
-        if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
-#pragma unroll
-          for (int n = 0; n < kNTilesO; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) o_acc[mt][n][e] *= alpha[e / 2];
-        }
-        // The accumulator layout of S n8 tiles 2kk and 2kk+1 is the A layout of k-step kk.
-        PartialSum<kSumParts> tile_sum[2];
-#pragma unroll
-        for (int n = 0; n < kNTilesS; ++n) {
-          float pe[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            pe[e] = ptx::ex2_approx_ftz(fmaf(s_acc[mt][n][e], sf, neg_m[e / 2]));
-            tile_sum[e / 2].add(2 * n + e % 2, pe[e]);
-          }
-          p_frag[mt][n / 2][(n % 2) * 2 + 0] = Num::pack2(pe[0], pe[1]);
-          p_frag[mt][n / 2][(n % 2) * 2 + 1] = Num::pack2(pe[2], pe[3]);
-        }
-        row_sum[mt][0] += tile_sum[0].total();
-        row_sum[mt][1] += tile_sum[1].total();
-      }
+      softmax_tile(p, b, j, m0, warp_row0, g, t4, scale_log2, s_acc, row_max, row_sum, o_acc, p_frag);
 
       // ---- O += P @ V_j: P from registers, V fragments double-buffered like K's ----
       if constexpr (!Traits::kEarlyV) {
@@ -438,45 +520,7 @@ struct Fa2Fwd {
     }
     ptx::cp_async_wait_group<0>();
 
-    // ---- epilogue: row sums across the quad, O / l into shared memory, LSE (natural log) ----
-    // O goes through shared memory (the Q tile and ring are free once every warp is done) so the
-    // global stores are whole 16-byte units, row by row.
-    using OTile = typename Traits::OTile;
-    __syncthreads();
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float l = row_sum[mt][r];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const int row_in_block = warp_row0 + mt * 16 + g + r * 8;
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-#pragma unroll
-        for (int n = 0; n < kNTilesO; ++n) {
-          const uint32_t packed = Num::pack2(o_acc[mt][n][2 * r] * inv, o_acc[mt][n][2 * r + 1] * inv);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(q_smem + OTile::elem_offset(row_in_block, n * 8 + 2 * t4)),
-                       "r"(packed));
-        }
-        const int row = m0 + row_in_block;
-        if (p.lse != nullptr && t4 == 0 && row < p.len_q) {
-          constexpr float kLn2 = 0.6931471805599453f;
-          p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] =
-              l > 0.f ? (row_max[mt][r] + __log2f(l)) * kLn2 : -CUDART_INF_F;
-        }
-      }
-    __syncthreads();
-    Element* o_base = static_cast<Element*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride +
-                      static_cast<int64_t>(m0) * p.o_row_stride;
-    constexpr int kUnitsO = Traits::kHeadDimV / 8;
-    for (int i = tid; i < rows_q * kUnitsO; i += kThreads) {
-      const int r = i / kUnitsO, u = i % kUnitsO;
-      uint4 val;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w)
-                   : "r"(q_smem + OTile::unit_offset(r, u)));
-      *reinterpret_cast<uint4*>(o_base + r * p.o_row_stride + u * 8) = val;
-    }
+    store_o(p, q_smem, m0, rows_q, warp_row0, g, t4, tid, o_acc, row_max, row_sum);
   }
 };
 
