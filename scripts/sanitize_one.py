@@ -2,7 +2,8 @@
 L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-sparse with a fully
 masked row and a broadcast padding mask), every pipeline depth that fits the device for each FFPA
 level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take further items
-from the work counter), fp16 accumulation where built."""
+from the work counter), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
+mma.sync) where the GPU runs both."""
 import torch
 
 import ffpa_attn
@@ -67,13 +68,17 @@ if l3:  # 2 x 48 heads x 2 query blocks = 192 items > the resident blocks of a 1
         run(q, k, v, is_causal=causal, level=3)
 
 fa2 = info["head_dims"].get("fa2", [])
-for d in [d for d in (64, 128) if d in fa2]:
-    q, k, v = qkv(d, d)
-    for causal in (False, True):
-        run(q, k, v, is_causal=causal)
-    run(q, k, v, is_causal=True, causal_align="bottom_right")
-    # L > S bottom-right: the first L - 40 rows see no key (out 0, lse -inf)
-    run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right")
-    for mask in masks():
-        run(q, k, v, attn_mask=mask)
+# Both FA-2 kernels where the GPU has two (auto = wgmma on compute capability 9.0, and mma.sync).
+for mode in ("auto", "sync"):
+    C.set_fa2_mma(mode)
+    for d in [d for d in (64, 128, 256) if d in fa2]:
+        q, k, v = qkv(d, d)
+        for causal in (False, True):
+            run(q, k, v, is_causal=causal)
+        run(q, k, v, is_causal=True, causal_align="bottom_right")
+        # L > S bottom-right: the first L - 40 rows see no key (out 0, lse -inf)
+        run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right")
+        for mask in masks():
+            run(q, k, v, attn_mask=mask)
+C.set_fa2_mma("auto")
 print("sanitize_one: done")
