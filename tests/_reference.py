@@ -103,6 +103,17 @@ def sdpa_low_precision(q, k, v, is_causal=False, scale=None, attn_mask=None, cau
     """PyTorch's own answer in the inputs' dtype (default backend choice): the error yardstick.
     Masks and the bottom-right alignment go in as the equivalent bool/additive mask."""
     gqa = q.shape[-3] != k.shape[-3]
+    if scale is not None and scale < 0 and q.is_cuda:
+        # SDPA's flash backend (its default for head dims <= 256) returns NaN for a negative scale
+        # (torch 2.11, H200): measure against the memory-efficient backend, which handles it.
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+            return _sdpa_any(q, k, v, is_causal, scale, attn_mask, causal_bottom_right, gqa)
+    return _sdpa_any(q, k, v, is_causal, scale, attn_mask, causal_bottom_right, gqa)
+
+
+def _sdpa_any(q, k, v, is_causal, scale, attn_mask, causal_bottom_right, gqa):
     if attn_mask is None and not (is_causal and causal_bottom_right):
         return SDPA(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=gqa)
     mask = equivalent_mask(q, k, is_causal, attn_mask, causal_bottom_right)
