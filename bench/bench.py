@@ -387,14 +387,12 @@ def _make_fn(kernel, q, k, v, causal, gqa, ffpa, mask=None):
     if kernel == "fa2":  # auto routing, strict: the FA-2 family where the head dims are compiled for it
         return lambda: ffpa.forward(q, k, v, strict=True, level=None, **kw)
     if kernel == "fa2_sync":  # the same on the mma.sync kernel (differs from fa2 on Hopper only)
-        from ffpa_attn import _C
-
         def fn_sync():
-            _C.set_fa2_mma("sync")
+            ffpa.set_fa2_mma("sync")
             try:
                 return ffpa.forward(q, k, v, strict=True, level=None, **kw)
             finally:
-                _C.set_fa2_mma("auto")
+                ffpa.set_fa2_mma("auto")
         return fn_sync
     if kernel == "ffpa_auto":
         return lambda: ffpa.forward(q, k, v, **kw)

@@ -18,7 +18,7 @@ from collections import OrderedDict
 SDPA_KERNELS = ["sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_math"]
 OUR_KERNELS = ["ffpa_l1", "ffpa_l2", "ffpa_l3", "fa2", "ffpa_auto"]
 # Variants of our kernels a sweep may name besides those: fa2_sync is the FA-2 family forced onto
-# its mma.sync kernel (ffpa_attn._C.set_fa2_mma("sync")), to compare it with the wgmma kernel that
+# its mma.sync kernel (ffpa_attn.set_fa2_mma("sync")), to compare it with the wgmma kernel that
 # "fa2" runs on Hopper. Its compiled head dims are those of "fa2".
 OUR_VARIANTS = {"fa2_sync": "fa2"}
 BASELINE = "sdpa_efficient"

@@ -16,7 +16,7 @@ fall back to torch SDPA with a one-time ``FFPAFallbackWarning`` per reason.
 
 __version__ = "0.1.0"  # keep first: _ops reads it while the package is importing
 
-from ._ops import build_info, extension_available
+from ._ops import build_info, extension_available, get_fa2_mma, set_fa2_mma
 from .errors import (
     FFPAError,
     FFPAFallbackWarning,
@@ -45,6 +45,8 @@ __all__ = [
     "sdpa_patched",
     "build_info",
     "extension_available",
+    "set_fa2_mma",
+    "get_fa2_mma",
     "reset_fallback_warnings",
     "FFPAFallbackWarning",
     "FFPAError",

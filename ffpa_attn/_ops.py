@@ -131,6 +131,36 @@ def import_error() -> Optional[str]:
     return _IMPORT_ERROR
 
 
+# ------------------------------------------------------------- FA-2 tensor-core path
+_FA2_MMA_MODES = ("auto", "sync", "wgmma")
+_fa2_mma_fallback = "auto"  # remembered when the extension is missing (nothing to set then)
+
+
+def set_fa2_mma(mode: str) -> None:
+    """Which tensor-core instruction the FA-2 kernels (head dims <= 256) use, process-wide.
+
+    ``"auto"`` (the default): the warpgroup MMA (``wgmma``) kernel on compute capability 9.0
+    (H100, H200) when the build has sm_90a code, else the ``mma.sync`` kernel. ``"sync"``: the
+    ``mma.sync`` kernel everywhere (for comparison, or to rule the Hopper kernel out).
+    ``"wgmma"``: the same as ``"auto"`` (the wgmma kernel cannot run elsewhere).
+    """
+    global _fa2_mma_fallback
+    from .errors import FFPATypeError, FFPAValueError
+
+    if not isinstance(mode, str):
+        raise FFPATypeError(f"set_fa2_mma: `mode` must be a str, one of {_FA2_MMA_MODES}; got {type(mode).__name__}")
+    if mode not in _FA2_MMA_MODES:
+        raise FFPAValueError(f"set_fa2_mma: `mode` must be one of {_FA2_MMA_MODES}; got {mode!r}")
+    if _C is not None:
+        _C.set_fa2_mma(mode)
+    _fa2_mma_fallback = mode
+
+
+def get_fa2_mma() -> str:
+    """The FA-2 tensor-core setting of :func:`set_fa2_mma` (``"auto"`` unless changed)."""
+    return _C.get_fa2_mma() if _C is not None else _fa2_mma_fallback
+
+
 # ----------------------------------------------------------------------- build info
 def _package_version() -> str:
     try:

@@ -70,7 +70,7 @@ if l3:  # 2 x 48 heads x 2 query blocks = 192 items > the resident blocks of a 1
 fa2 = info["head_dims"].get("fa2", [])
 # Both FA-2 kernels where the GPU has two (auto = wgmma on compute capability 9.0, and mma.sync).
 for mode in ("auto", "sync"):
-    C.set_fa2_mma(mode)
+    ffpa_attn.set_fa2_mma(mode)
     for d in [d for d in (64, 128, 256) if d in fa2]:
         q, k, v = qkv(d, d)
         for causal in (False, True):
@@ -80,5 +80,5 @@ for mode in ("auto", "sync"):
         run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right")
         for mask in masks():
             run(q, k, v, attn_mask=mask)
-C.set_fa2_mma("auto")
+ffpa_attn.set_fa2_mma("auto")
 print("sanitize_one: done")

@@ -574,3 +574,20 @@ def test_compile_strict_raises(gen):
     fn = torch.compile(lambda q, k, v: ffpa_attn.forward(q, k, v, strict=True), backend="eager")
     with pytest.raises(NotImplementedError, match="'cpu'"):
         fn(q, k, v)
+
+
+def test_set_fa2_mma_round_trips_and_names_the_argument():
+    """ffpa_attn.set_fa2_mma: auto / sync / wgmma round-trip (with or without the extension);
+    anything else is an error naming `mode` and what came."""
+    assert ffpa_attn.get_fa2_mma() == "auto"
+    try:
+        for mode in ("sync", "wgmma", "auto"):
+            ffpa_attn.set_fa2_mma(mode)
+            assert ffpa_attn.get_fa2_mma() == mode
+        with pytest.raises(ValueError, match=r"`mode`.*'fastest'"):
+            ffpa_attn.set_fa2_mma("fastest")
+        with pytest.raises(TypeError, match=r"`mode`.*int"):
+            ffpa_attn.set_fa2_mma(1)
+        assert ffpa_attn.get_fa2_mma() == "auto"
+    finally:
+        ffpa_attn.set_fa2_mma("auto")

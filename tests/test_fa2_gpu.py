@@ -53,12 +53,10 @@ MMA_PATHS = ["auto", "sync"] if WGMMA_HERE else ["auto"]
 
 @pytest.fixture(params=MMA_PATHS)
 def mma(request):
-    """Runs the test on one FA-2 tensor-core path (ffpa_attn._C.set_fa2_mma), then restores auto."""
-    import ffpa_attn._C as C
-
-    C.set_fa2_mma(request.param)
+    """Runs the test on one FA-2 tensor-core path (ffpa_attn.set_fa2_mma), then restores auto."""
+    ffpa_attn.set_fa2_mma(request.param)
     yield request.param
-    C.set_fa2_mma("auto")
+    ffpa_attn.set_fa2_mma("auto")
 
 
 def expected_mma(mma, e, ev):
@@ -286,7 +284,7 @@ def test_fa2_kernel_info_and_no_register_spills():
     import ffpa_attn._C as C
 
     for path in MMA_PATHS:
-        C.set_fa2_mma(path)
+        ffpa_attn.set_fa2_mma(path)
         try:
             for dt in INFO["dtypes"]:
                 for e, ev in FA2_PAIRS:
@@ -299,7 +297,7 @@ def test_fa2_kernel_info_and_no_register_spills():
                         f"{dt} E={e} Ev={ev} {info['mma']}: {info['local_bytes']} bytes of local memory (budget {budget})")
                     assert info["registers"] <= 255
         finally:
-            C.set_fa2_mma("auto")
+            ffpa_attn.set_fa2_mma("auto")
 
 
 # ---- op-level mask checks (C++ TORCH_CHECK), each would pass silently without its check ----------

@@ -22,11 +22,11 @@ def main():
                     # FA-2: the kernel auto runs here, then the mma.sync one where auto is wgmma.
                     seen = set()
                     for mode in (("auto", "sync") if family == "fa2" else ("auto",)):
-                        C.set_fa2_mma(mode)
+                        ffpa_attn.set_fa2_mma(mode)
                         try:
                             k = C.kernel_info(dt, family, e, ev, 0, True, acc)
                         finally:
-                            C.set_fa2_mma("auto")
+                            ffpa_attn.set_fa2_mma("auto")
                         if k["mma"] in seen:
                             continue
                         seen.add(k["mma"])
