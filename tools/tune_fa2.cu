@@ -60,18 +60,22 @@ void sweep(int B, int H, int N, bool causal) {
   variant<D, ffpa::Fa2TileFor<D>>("table", pr, 2, true);
   variant<D, ffpa::Fa2TileFor<D>>("table", pr, 3, false);
 #if defined(TUNE_WGMMA)
-  // Run 13 (session 6): the Hopper kernel (fa2_fwd_sm90.cuh), warpgroups x key tile.
+  // Runs 13-15 (session 6): the Hopper kernel (fa2_fwd_sm90.cuh), warpgroups x key tile x
+  // residency. Run 15: narrower key tiles (Bc = 48, 32) to shed the spills of the 2-block and
+  // 3-warpgroup tiles.
   using ffpa::Fa2WgmmaTile;
-  variant<D, Fa2WgmmaTile<2, 64>>("wg2 Bc64", pr, 2, false);
-  variant<D, Fa2WgmmaTile<2, 64>>("wg2 Bc64", pr, 3, false);
+  variant<D, ffpa::Fa2WgmmaTileFor<D>>("wgmma table", pr, 2, false);
+  variant<D, ffpa::Fa2WgmmaTileFor<D>>("wgmma table", pr, 3, false);
   if constexpr (D <= 128) {
-    variant<D, Fa2WgmmaTile<2, 128>>("wg2 Bc128", pr, 2, false);
-    variant<D, Fa2WgmmaTile<2, 64, 2>>("wg2 Bc64 2blk", pr, 2, false);
-    variant<D, Fa2WgmmaTile<1, 128, 2>>("wg1 Bc128 2blk", pr, 2, false);
-    variant<D, Fa2WgmmaTile<3, 128>>("wg3 Bc128", pr, 2, false);
+    variant<D, Fa2WgmmaTile<2, 48, 2>>("wg2 Bc48 2blk", pr, 3, false);
+    variant<D, Fa2WgmmaTile<2, 32, 2>>("wg2 Bc32 2blk", pr, 3, false);
+    variant<D, Fa2WgmmaTile<1, 64, 2>>("wg1 Bc64 2blk", pr, 3, false);
   }
-  variant<D, Fa2WgmmaTile<3, 64>>("wg3 Bc64", pr, 2, false);
-  variant<D, Fa2WgmmaTile<1, 64, 2>>("wg1 Bc64 2blk", pr, 2, false);
+  if constexpr (D > 128 && D <= 192) {
+    variant<D, Fa2WgmmaTile<3, 48, 1>>("wg3 Bc48", pr, 3, false);
+    variant<D, Fa2WgmmaTile<3, 32, 1>>("wg3 Bc32", pr, 3, false);
+    variant<D, Fa2WgmmaTile<2, 64, 1>>("wg2 Bc64", pr, 3, false);
+  }
 #else
   // Run 7: wider tiles where registers allow (D=32: Bc 128; 8 warps x 2 m-tiles = 256 rows).
   if constexpr (D <= 32) {
