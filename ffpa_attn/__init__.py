@@ -1,4 +1,4 @@
-"""ffpa-attn: CUDA attention kernels (an FA-2 family for head dims <= 256 and 320, FFPA -- Faster
+"""ffpa-attn: CUDA attention kernels (an FA-2 family for head dims <= 256, 320 and 384, FFPA -- Faster
 Flash Prefill Attention -- for large head dims), usable as a drop-in for
 ``torch.nn.functional.scaled_dot_product_attention``.
 

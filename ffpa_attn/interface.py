@@ -6,7 +6,7 @@ The call is validated exactly like SDPA validates it (same misuse -> an exceptio
 our classes also derive from what SDPA raises), then routed:
 
 * to our CUDA kernels when every feature of the call is supported (the FA-2 family for
-  head dims <= 256 and 320, FFPA above; bool/float masks and both causal alignments included), or
+  head dims <= 256, 320 and 384, FFPA above; bool/float masks and both causal alignments included), or
 * to the original torch SDPA (with a one-time ``FFPAFallbackWarning`` per reason); a
   bottom-right causal call becomes SDPA with the equivalent bool mask.
 
@@ -287,7 +287,7 @@ def forward(
             log), shape ``(..., Hq, L)``, float32.
         strict: raise :class:`NotImplementedError` (``FFPAUnsupportedError``) instead of
             falling back to torch SDPA.
-        level: ``None`` = auto: the FA-2 kernel family for head dims <= 256 and 320 (the (E, Ev)
+        level: ``None`` = auto: the FA-2 kernel family for head dims <= 256, 320 and 384 (the (E, Ev)
             pairs compiled for it), above that the FFPA level the heuristic picks for the
             shape and device.  ``1``/``2``/``3`` force FFPA L1 (O in registers), L2 (O(1)
             registers, Q@K^T recomputed per 256-wide Dv group) or L3 (O accumulated in a

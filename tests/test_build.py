@@ -34,7 +34,7 @@ def test_build_info_lists_what_was_compiled():
         assert dims, f"no {family} head dim compiled"
         # every compiled pair's E is a listed head dim, and each head dim has its (d, d) pair
         assert {e for e, _ in _pairs(family)} == set(dims), (family, _pairs(family), dims)
-    assert all(d <= 256 or d == 320 for d in info["head_dims"].get("fa2", []))
+    assert all(d <= 256 or d in (320, 384) for d in info["head_dims"].get("fa2", []))
     assert all(d > 256 for f in FFPA for d in info["head_dims"].get(f, []))
     # accumulation modes: fp32 for every family and dtype built; fp16/mixed only for fp16 FFPA
     for family in info["families"]:
@@ -240,16 +240,17 @@ def test_level_heuristic_rule():
         pick(1024, [4])
 
 
-def test_auto_routes_d320_to_fa2_where_compiled():
-    """D = 320 auto calls run the FA-2 family when this build has its (320, 320) kernel (its
+@pytest.mark.parametrize("d", [320, 384])
+def test_auto_routes_d320_and_d384_to_fa2_where_compiled(d):
+    """D = 320 and 384 auto calls run the FA-2 family when this build has its (d, d) kernel (its
     whole-head-dim tile beats every FFPA tile there, README 'Measured'); forced levels and
     fp16/mixed accumulation still reach FFPA."""
     from ffpa_attn import _routing
 
-    if (320, 320) not in _pairs("fa2"):
-        pytest.skip("this build has no FA-2 kernel for D=320")
-    assert _routing._family_for(320, 320, None) == "fa2"
-    if (320, 320) in _pairs("ffpa_l1"):
-        assert _routing._family_for(320, 320, 1) == "ffpa_l1"
+    if (d, d) not in _pairs("fa2"):
+        pytest.skip(f"this build has no FA-2 kernel for D={d}")
+    assert _routing._family_for(d, d, None) == "fa2"
+    if (d, d) in _pairs("ffpa_l1"):
+        assert _routing._family_for(d, d, 1) == "ffpa_l1"
     # fp16 accumulation exists on the FFPA levels only: never routed to FA-2
-    assert _routing._family_for(320, 320, None, "fp16", "float16") != "fa2"
+    assert _routing._family_for(d, d, None, "fp16", "float16") != "fa2"

@@ -15,9 +15,10 @@ from pathlib import Path
 # (D, Dv) head-dim pairs each family supports; the build may prune them by D (FFPA_HEAD_DIMS).
 _FFPA_PAIRS = [(d, d) for d in range(320, 1025, 64)] + [(576, 512)]  # 320..1024 step 64, MLA's 576/512
 FAMILY_PAIRS = {
-    # FA-2: 32..256 step 32, 192/128, and 320 (where its whole-head-dim tile still fits registers
-    # spill-free and beats FFPA L1: H100 tune_fa2 run 8, 252 against 181 TFLOPS).
-    "fa2": [(d, d) for d in range(32, 257, 32)] + [(192, 128), (320, 320)],
+    # FA-2: 32..256 step 32, 192/128, 320 and 384, where its whole-head-dim tile beats FFPA L1
+    # (H100 tune_fa2 run 8: 320 252 vs 181, 384 246 vs ~200 on mma.sync; H200 run 16 on wgmma:
+    # 320 443, 384 352 against L1's ~195).
+    "fa2": [(d, d) for d in range(32, 257, 32)] + [(192, 128), (320, 320), (384, 384)],
     "ffpa_l1": _FFPA_PAIRS,
     "ffpa_l2": _FFPA_PAIRS,
     "ffpa_l3": _FFPA_PAIRS + [(2048, 2048), (4096, 4096)],        # L3: D bounded only by memory

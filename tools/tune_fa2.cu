@@ -64,8 +64,10 @@ void sweep(int B, int H, int N, bool causal) {
   // residency. Run 15: narrower key tiles (Bc = 48, 32) to shed the spills of the 2-block and
   // 3-warpgroup tiles.
   using ffpa::Fa2WgmmaTile;
-  variant<D, ffpa::Fa2WgmmaTileFor<D>>("wgmma table", pr, 2, false);
-  variant<D, ffpa::Fa2WgmmaTileFor<D>>("wgmma table", pr, 3, false);
+  if constexpr (D <= 256) {
+    variant<D, ffpa::Fa2WgmmaTileFor<D>>("wgmma table", pr, 2, false);
+    variant<D, ffpa::Fa2WgmmaTileFor<D>>("wgmma table", pr, 3, false);
+  }
   if constexpr (D <= 128) {
     variant<D, Fa2WgmmaTile<2, 48, 2>>("wg2 Bc48 2blk", pr, 3, false);
     variant<D, Fa2WgmmaTile<2, 32, 2>>("wg2 Bc32 2blk", pr, 3, false);
@@ -75,6 +77,15 @@ void sweep(int B, int H, int N, bool causal) {
     variant<D, Fa2WgmmaTile<3, 48, 1>>("wg3 Bc48", pr, 3, false);
     variant<D, Fa2WgmmaTile<3, 32, 1>>("wg3 Bc32", pr, 3, false);
     variant<D, Fa2WgmmaTile<2, 64, 1>>("wg2 Bc64", pr, 3, false);
+  }
+  // Run 16: past 256 (P@V as two wgmmas, 256 + the rest): 320 and 384.
+  if constexpr (D > 256) {
+    variant<D, Fa2WgmmaTile<2, 32, 1>>("wg2 Bc32", pr, 2, false);
+    variant<D, Fa2WgmmaTile<2, 32, 1>>("wg2 Bc32", pr, 3, false);
+    variant<D, Fa2WgmmaTile<2, 64, 1>>("wg2 Bc64", pr, 2, false);
+    variant<D, Fa2WgmmaTile<2, 48, 1>>("wg2 Bc48", pr, 3, false);
+    variant<D, Fa2WgmmaTile<1, 32, 2>>("wg1 Bc32 2blk", pr, 2, false);
+    variant<D, Fa2WgmmaTile<1, 64, 2>>("wg1 Bc64 2blk", pr, 2, false);
   }
 #else
   // Run 7: wider tiles where registers allow (D=32: Bc 128; 8 warps x 2 m-tiles = 256 rows).

@@ -43,7 +43,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV>::Impl {
   };
   using Sync = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2TileFor<kD>>, false>;
 #if FFPA_HAS_SM90A
-  static constexpr bool kHasWgmma = kD <= 256;  // wgmma's N (= Dv for P@V) stops at 256
+  static constexpr bool kHasWgmma = kD <= 384;  // the Hopper table's last row
 #else
   static constexpr bool kHasWgmma = false;
 #endif

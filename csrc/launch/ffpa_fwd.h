@@ -12,7 +12,7 @@ namespace ffpa::launch {
 enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
 
 // Kernel families: FFPA (large head dims, fine-grained head-dim slices; has levels) and FA-2
-// (head dims <= 256 and 320, whole head dim per tile).
+// (head dims <= 256, 320 and 384, whole head dim per tile).
 enum class Family : int { kFfpa = 0, kFa2 = 1 };
 
 // Which tensor-core instruction the FA-2 family uses. kAuto: the warpgroup MMA (wgmma) where the

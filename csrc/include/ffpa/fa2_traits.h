@@ -1,4 +1,4 @@
-// Compile-time shape of one FA-2 forward instantiation (head dims <= 256, and 320): the tile table and
+// Compile-time shape of one FA-2 forward instantiation (head dims <= 256, 320 and 384): the tile table and
 // everything derived from it (warps, fragments per thread, shared memory). Host- and
 // device-usable, so csrc/launch sizes launches from the numbers the kernel uses.
 #pragma once
@@ -71,7 +71,8 @@ struct Fa2WgmmaTile {
 // D = 320 (tools/tune_fa2.cu run 8, docs/tuning_fa2.md): the O accumulator takes 160 registers, so
 // the key tile narrows to 32 and the ring to 2 stages to stay spill-free (268 TFLOPS after run 10;
 // Bc = 64 spills 40-60 B); it beats every FFPA L1 tile at 320 (181), which is why the auto path
-// sends D = 320 here.
+// sends D = 320 here. D = 384 takes the same row (246 against L1's ~200 in run 8, with 40 B of
+// spill; session 6 added the (384, 384) pair once the Hopper kernel ran it at 352).
 // Run 10 (one kernel per ring depth, K/V bases rebuilt per load instead of held): D = 64 282 ->
 // 307, 96 321 -> 330, 128 367 -> 382 (now spill-free), 192 291 -> 305, 320 253 -> 268.
 template <int kHeadDim>
@@ -92,11 +93,17 @@ using Fa2TileFor = std::conditional_t<
 // vs 307. Without overlap of the softmax and the tensor cores inside a warpgroup, residency
 // decides: two blocks per SM (registers capped at 128 for 256 threads) win up to D = 128 even
 // where ptxas spills a few bytes outside the MMA loop; 192 runs three warpgroups per block.
+// Past 256 (run 16), P@V is two wgmmas (256 columns + the rest): 320 keeps two warpgroups and
+// Bc = 64 (443 against 261 for the mma.sync tile and 362 for the less-spilling Bc = 32), 384
+// narrows to Bc = 32 (352 against 248). Both spill (104 / 120 B of stack) and are still the
+// fastest tiles measured there.
 template <int kHeadDim>
 using Fa2WgmmaTileFor = std::conditional_t<
     (kHeadDim <= 64), Fa2WgmmaTile<1, 128, 2>,
-    std::conditional_t<(kHeadDim <= 128), Fa2WgmmaTile<2, 64, 2>,
-                       std::conditional_t<(kHeadDim <= 192), Fa2WgmmaTile<3, 64, 1>, Fa2WgmmaTile<2, 64, 1>>>>;
+    std::conditional_t<
+        (kHeadDim <= 128), Fa2WgmmaTile<2, 64, 2>,
+        std::conditional_t<(kHeadDim <= 192), Fa2WgmmaTile<3, 64, 1>,
+                           std::conditional_t<(kHeadDim <= 320), Fa2WgmmaTile<2, 64, 1>, Fa2WgmmaTile<2, 32, 1>>>>>;
 
 template <typename Element_, int kHeadDim_, int kHeadDimV_, typename Cfg>
 struct Fa2Traits {

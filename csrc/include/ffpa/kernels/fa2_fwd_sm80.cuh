@@ -1,4 +1,4 @@
-// FA-2 forward kernel family (mma.sync, sm_80+) for head dims <= 256 (and 320): coarse-grained tiling,
+// FA-2 forward kernel family (mma.sync, sm_80+) for head dims <= 256 (and 320, 384): coarse-grained tiling,
 // the whole head dim per tile. Q is loaded once per block; K and V tiles stream through one
 // cp.async ring; S and P never leave registers. Masks (block-map skip), causal (top-left or
 // bottom-right), GQA and Lq != Lk are runtime features of the same instantiation.

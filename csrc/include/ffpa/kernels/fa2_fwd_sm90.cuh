@@ -35,7 +35,12 @@ struct Fa2FwdWgmma : Fa2Fwd<Traits, kStages> {
   using Block = typename Base::Block;
   using Producer = typename Base::Producer;
   using Mma = ptx::WgmmaM64<Traits::kBlockN, Element>;
-  using MmaO = ptx::WgmmaM64<Traits::kHeadDimV, Element>;
+  // P@V: one m64n{Dv}k16 per k-step up to Dv = 256 (wgmma's largest N); wider Dv takes two, the
+  // first 256 columns and the rest, split on a 64-column chunk boundary of the V tile.
+  static constexpr int kNO1 = Traits::kHeadDimV <= 256 ? Traits::kHeadDimV : 256;
+  static constexpr int kNO2 = Traits::kHeadDimV - kNO1;
+  using MmaO = ptx::WgmmaM64<kNO1, Element>;
+  static_assert(kNO2 == 0 || (kNO2 <= 256 && kNO1 % 64 == 0), "Dv above 512 is not a wgmma tile");
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kNTilesS = Traits::kNTilesS;
   static constexpr int kNTilesO = Traits::kNTilesO;
@@ -106,8 +111,14 @@ struct Fa2FwdWgmma : Fa2Fwd<Traits, kStages> {
       ptx::wgmma_fence_operand(o_acc[0]);
       ptx::wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kKStepsPV; ++kk)
-        MmaO::rs(o_acc[0], p_frag[0][kk], ptx::gmma_desc_sw128(v_smem + kk * 2048, VTile::kChunkBytes, 1024), 1);
+      for (int kk = 0; kk < kKStepsPV; ++kk) {
+        MmaO::rs(*reinterpret_cast<float(*)[kNO1 / 8][4]>(&o_acc[0][0]), p_frag[0][kk],
+                 ptx::gmma_desc_sw128(v_smem + kk * 2048, VTile::kChunkBytes, 1024), 1);
+        if constexpr (kNO2 > 0)
+          ptx::WgmmaM64<(kNO2 > 0 ? kNO2 : 16), Element>::rs(
+              *reinterpret_cast<float(*)[(kNO2 > 0 ? kNO2 : 16) / 8][4]>(&o_acc[0][kNO1 / 8]), p_frag[0][kk],
+              ptx::gmma_desc_sw128(v_smem + (kNO1 / 64) * VTile::kChunkBytes + kk * 2048, VTile::kChunkBytes, 1024), 1);
+      }
       ptx::wgmma_commit_group();
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(o_acc[0]);
