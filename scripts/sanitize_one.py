@@ -71,7 +71,7 @@ fa2 = info["head_dims"].get("fa2", [])
 # Both FA-2 kernels where the GPU has two (auto = wgmma on compute capability 9.0, and mma.sync).
 for mode in ("auto", "sync"):
     ffpa_attn.set_fa2_mma(mode)
-    for d in [d for d in (64, 128, 256) if d in fa2]:
+    for d in [d for d in (64, 128, 256, 384) if d in fa2]:  # 384: P@V split in two wgmmas
         q, k, v = qkv(d, d)
         for causal in (False, True):
             run(q, k, v, is_causal=causal)
