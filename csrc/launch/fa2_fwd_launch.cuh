@@ -21,8 +21,8 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV>::Impl {
   static constexpr int kD = kHeadDim > kHeadDimV ? kHeadDim : kHeadDimV;
   static constexpr int kMaxStages = 4;
 
-  // One kernel variant: its traits, its kernels per ring depth, its opt-in flags.
-  template <typename TraitsT, bool kWgmma>
+  // One kernel variant (a tile table row): its traits, its kernels per ring depth, its opt-in flags.
+  template <typename TraitsT>
   struct Variant {
     using Traits = TraitsT;
     static inline bool smem_opted_in[kMaxStages + 1][64] = {};  // per ring depth (one kernel each), per device
@@ -30,25 +30,24 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV>::Impl {
       const int s = requested > 0 ? requested
                                   : default_stages(Traits::kStageBytes, Traits::smem_bytes(0), Traits::kMinBlocks,
                                                    Traits::kStages);
-      return kWgmma && s < 2 ? 2 : s;  // the wgmma kernel has no single-slot ring
+      return Traits::kWgmma && s < 2 ? 2 : s;  // the wgmma kernel has no single-slot ring
     }
     static attn::Fa2KernelFn kernel(int stages) {
 #if FFPA_HAS_SM90A
-      if constexpr (kWgmma) return attn::fa2_fwd_wgmma_kernel_for<Traits>(stages);
-      else return attn::fa2_fwd_kernel_for<Traits>(stages);
+      return attn::fa2_fwd_kernel_any<Traits>(stages);
 #else
       return attn::fa2_fwd_kernel_for<Traits>(stages);
 #endif
     }
   };
-  using Sync = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2TileFor<kD>>, false>;
+  using Sync = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2TileFor<kD>>>;
 #if FFPA_HAS_SM90A
   static constexpr bool kHasWgmma = kD <= 384;  // the Hopper table's last row
 #else
   static constexpr bool kHasWgmma = false;
 #endif
-  using Wgmma = std::conditional_t<kHasWgmma, Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaTileFor<kD>>, true>,
-                                   Sync>;
+  using Wgmma =
+      std::conditional_t<kHasWgmma, Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaTileFor<kD>>>, Sync>;
   static bool use_wgmma() { return kHasWgmma && fa2_mma() != Fa2Mma::kSync && device_is_sm90(); }
 
   template <typename V>

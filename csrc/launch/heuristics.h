@@ -6,38 +6,28 @@
 namespace ffpa::launch {
 
 
-// One attribute of the current device, read once per device; `fallback` where it cannot be read.
+// One attribute of the current device, read once per device; `fallback` where it cannot be read
+// (0 is a value: the minor compute capability of 9.0 is one).
 template <cudaDeviceAttr kAttr>
 inline int device_attribute(int fallback) {
   static int cached[64] = {0};
+  static bool known[64] = {false};
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return fallback;
-  if (cached[dev] == 0) {
+  if (!known[dev]) {
     int v = 0;
-    if (cudaDeviceGetAttribute(&v, kAttr, dev) != cudaSuccess || v <= 0) v = fallback;
+    if (cudaDeviceGetAttribute(&v, kAttr, dev) != cudaSuccess || v < 0) v = fallback;
     cached[dev] = v;
-  }
-  return cached[dev];
-}
-
-// Compute capability of the current device as 10 * major + minor (0 where it cannot be read),
-// read once per device.
-inline int device_compute_capability() {
-  static int cached[64] = {0};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-  if (cached[dev] == 0) {
-    int major = 0, minor = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
-      return 0;
-    cached[dev] = 10 * major + minor;
+    known[dev] = true;
   }
   return cached[dev];
 }
 
 // Whether the current device runs sm_90a code (compute capability exactly 9.0: H100, H200).
-inline bool device_is_sm90() { return device_compute_capability() == 90; }
+inline bool device_is_sm90() {
+  return device_attribute<cudaDevAttrComputeCapabilityMajor>(0) == 9 &&
+         device_attribute<cudaDevAttrComputeCapabilityMinor>(-1) == 0;
+}
 
 // Shared memory of one SM, and the SM count, of the current device.
 inline int smem_per_sm() { return device_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(100 * 1024); }

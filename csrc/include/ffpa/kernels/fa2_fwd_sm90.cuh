@@ -39,9 +39,9 @@ struct Fa2FwdWgmma : Fa2Fwd<Traits, kStages> {
   // first 256 columns and the rest, split on a 64-column chunk boundary of the V tile.
   static constexpr int kNO1 = Traits::kHeadDimV <= 256 ? Traits::kHeadDimV : 256;
   static constexpr int kNO2 = Traits::kHeadDimV - kNO1;
-  using MmaO = ptx::WgmmaM64<kNO1, Element>;
   static_assert(kNO2 == 0 || (kNO2 <= 256 && kNO1 % 64 == 0), "Dv above 512 is not a wgmma tile");
-  static constexpr int kBlockN = Traits::kBlockN;
+  using MmaO = ptx::WgmmaM64<kNO1, Element>;
+  using MmaO2 = ptx::WgmmaM64<(kNO2 > 0 ? kNO2 : 16), Element>;  // unused (a placeholder N) when kNO2 = 0
   static constexpr int kNTilesS = Traits::kNTilesS;
   static constexpr int kNTilesO = Traits::kNTilesO;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
@@ -115,9 +115,10 @@ struct Fa2FwdWgmma : Fa2Fwd<Traits, kStages> {
         MmaO::rs(*reinterpret_cast<float(*)[kNO1 / 8][4]>(&o_acc[0][0]), p_frag[0][kk],
                  ptx::gmma_desc_sw128(v_smem + kk * 2048, VTile::kChunkBytes, 1024), 1);
         if constexpr (kNO2 > 0)
-          ptx::WgmmaM64<(kNO2 > 0 ? kNO2 : 16), Element>::rs(
-              *reinterpret_cast<float(*)[(kNO2 > 0 ? kNO2 : 16) / 8][4]>(&o_acc[0][kNO1 / 8]), p_frag[0][kk],
-              ptx::gmma_desc_sw128(v_smem + (kNO1 / 64) * VTile::kChunkBytes + kk * 2048, VTile::kChunkBytes, 1024), 1);
+          MmaO2::rs(*reinterpret_cast<float(*)[kNO2 / 8][4]>(&o_acc[0][kNO1 / 8]), p_frag[0][kk],
+                    ptx::gmma_desc_sw128(v_smem + (kNO1 / 64) * VTile::kChunkBytes + kk * 2048, VTile::kChunkBytes,
+                                         1024),
+                    1);
       }
       ptx::wgmma_commit_group();
       ptx::wgmma_wait_group<0>();
