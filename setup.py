@@ -1,8 +1,11 @@
-"""Build of ffpa_attn._C (torch CUDAExtension).
+"""Build of ffpa_attn._C (torch CUDAExtension), against the torch already installed:
+
+    pip install --no-build-isolation -v .       # -v shows the build plan and ninja's progress
 
 Environment knobs:
-  FFPA_ARCHS       semicolon/comma list of SM targets, default "80;89;90a" (PTX of the lowest is
-                   embedded too, so newer GPUs can JIT it)
+  FFPA_ARCHS       semicolon/comma list of SM targets. Default: the arch of the GPU(s) visible at
+                   build time (9.0 -> 90a, 8.9 -> 89, other 8.x -> 80); without a usable GPU the full
+                   list "80;89;90a". PTX of the lowest is embedded too, so newer GPUs can JIT it.
   FFPA_HEAD_DIMS   comma list of head dims to instantiate, default: every supported one
   FFPA_DTYPES      comma list out of fp16,bf16, default both
   FFPA_ACCS        comma list out of fp32,fp16,mixed (MMA accumulation; fp16/mixed are built for
@@ -10,9 +13,14 @@ Environment knobs:
   FFPA_FAMILIES    comma list out of fa2,ffpa_l1,ffpa_l2,ffpa_l3, default all
   FFPA_PTXAS_VERBOSE=1   pass -Xptxas -v (register / shared-memory / spill report per kernel)
   MAX_JOBS         parallel compile jobs (ninja)
+
+The C++ standard is the one the installed torch's extension builder uses (C++17 up to torch 2.x
+releases whose headers accept it, C++20 where they require it): no -std flag is forced here.
 """
+import inspect
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,6 +31,14 @@ sys.path.insert(0, str(ROOT / "tools"))
 import gen_instantiations  # noqa: E402
 
 VERSION = re.search(r'__version__\s*=\s*"([^"]+)"', (ROOT / "ffpa_attn" / "__init__.py").read_text()).group(1)
+FULL_ARCHS = ["80", "89", "90a"]
+# Seconds one kernel file takes to compile for one arch on one core (sm_90a, 16-core GPU host:
+# 184 files in 86 s with MAX_JOBS=16); only used for the rough estimate printed before the build.
+SECONDS_PER_FILE_ARCH = 7.5
+
+
+def say(msg):
+    print(f"ffpa-attn build: {msg}", file=sys.stderr, flush=True)
 
 
 def env_list(name, default):
@@ -46,10 +62,76 @@ def arch_flags(archs):
     return flags
 
 
-def extensions():
-    from torch.utils.cpp_extension import CUDAExtension
+def arch_of_capability(major, minor):
+    """The build target for a device of compute capability major.minor, None where this project
+    has no dedicated target (the full list's embedded PTX is what such a GPU runs)."""
+    if (major, minor) == (9, 0):
+        return "90a"  # the wgmma kernels need the arch-specific target
+    if (major, minor) == (8, 9):
+        return "89"
+    if major == 8:
+        return "80"  # sm_80 SASS runs on every 8.x device
+    return None
 
-    archs = env_list("FFPA_ARCHS", ["80", "89", "90a"])
+
+def choose_archs(torch):
+    """FFPA_ARCHS when set; else the visible GPUs' archs; else the full list."""
+    if os.environ.get("FFPA_ARCHS", "").strip():
+        return env_list("FFPA_ARCHS", FULL_ARCHS), "FFPA_ARCHS"
+    try:
+        caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
+    except Exception:  # no driver, no device, CUDA init failure: build for every arch
+        caps = []
+    if not caps:
+        return FULL_ARCHS, "no GPU visible at build time"
+    archs = [arch_of_capability(*c) for c in caps]
+    names = ", ".join(f"{a}.{b}" for a, b in caps)
+    if None in archs:
+        return FULL_ARCHS, f"GPU compute capability {names} has no dedicated target here"
+    return sorted(set(archs), key=lambda a: int(a.rstrip("a"))), f"the visible GPU (compute capability {names})"
+
+
+def check_toolchain(torch, cpp_extension):
+    """Clear errors for the mismatches that otherwise fail deep inside the build."""
+    if "pip-build-env" in (torch.__file__ or ""):
+        raise SystemExit(
+            "ffpa-attn must be built against the torch you run it with, but pip is building it in an "
+            "isolated environment with its own torch. Install torch first, then build with "
+            "`pip install --no-build-isolation .`")
+    if torch.version.cuda is None:
+        raise SystemExit(f"ffpa-attn needs a CUDA build of torch; torch {torch.__version__} is CPU-only")
+    if cpp_extension.CUDA_HOME is None:
+        raise SystemExit("ffpa-attn: no CUDA toolkit found (set CUDA_HOME, or put nvcc on PATH)")
+    nvcc = os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc")
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+        nvcc_ver = re.search(r"release (\d+)\.(\d+)", out).group(0).split()[1]
+    except (OSError, subprocess.CalledProcessError, AttributeError) as exc:
+        raise SystemExit(f"ffpa-attn: cannot run {nvcc} --version ({exc})")
+    if nvcc_ver.split(".")[0] != torch.version.cuda.split(".")[0]:
+        raise SystemExit(
+            f"ffpa-attn: nvcc at {cpp_extension.CUDA_HOME} is CUDA {nvcc_ver}, but torch {torch.__version__} "
+            f"was built with CUDA {torch.version.cuda}; the CUDA major versions must match. Install a "
+            f"CUDA {torch.version.cuda.split('.')[0]}.x toolkit (and point CUDA_HOME at it), or a torch built "
+            f"for CUDA {nvcc_ver.split('.')[0]}.")
+    return nvcc_ver
+
+
+def torch_cxx_standard(cpp_extension):
+    """The -std torch's extension builder adds when none is given (for the build log only)."""
+    try:
+        found = re.findall(r"c\+\+(\d\d)", inspect.getsource(cpp_extension.BuildExtension))
+    except (OSError, TypeError):
+        found = []
+    return f"C++{max(found)}" if found else "torch's default"
+
+
+def extensions():
+    import torch
+    from torch.utils import cpp_extension
+
+    nvcc_ver = check_toolchain(torch, cpp_extension)
+    archs, why = choose_archs(torch)
     dims = [int(x) for x in env_list("FFPA_HEAD_DIMS", [])] or None
     dtypes = env_list("FFPA_DTYPES", ["fp16", "bf16"])
     accs = env_list("FFPA_ACCS", []) or None
@@ -60,19 +142,27 @@ def extensions():
                "csrc/launch/ffpa_heuristic.cpp",
                "csrc/launch/mask_block_map.cu"]
     sources += [os.path.relpath(p, ROOT) for p in generated]
+    jobs = int(os.environ.get("MAX_JOBS") or 0) or (os.cpu_count() or 1)
+    cu_files = sum(1 for s in sources if s.endswith(".cu"))
+    minutes = cu_files * len(archs) * SECONDS_PER_FILE_ARCH / min(jobs, cu_files) / 60
+    say(f"torch {torch.__version__} (CUDA {torch.version.cuda}), nvcc {nvcc_ver}, "
+        f"{torch_cxx_standard(cpp_extension)} (the standard torch's extension builder uses)")
+    say(f"archs {';'.join(archs)} ({why}; set FFPA_ARCHS to choose)")
+    say(f"{cu_files} CUDA files x {len(archs)} arch(s) with {jobs} parallel jobs: roughly "
+        f"{max(1, round(minutes))} min on a recent server core (slower machines take longer)")
     # FFPA_HAS_SM90A: the build has sm_90a code, so the FA-2 launcher may pick its wgmma kernel on
     # compute capability 9.0 devices (the kernel itself only exists in the sm_90a pass).
     has_sm90a = "1" if "90a" in archs else "0"
-    nvcc = ["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr", f"-DFFPA_HAS_SM90A={has_sm90a}",
+    nvcc = ["-O3", "-lineinfo", "--expt-relaxed-constexpr", f"-DFFPA_HAS_SM90A={has_sm90a}",
             *arch_flags(archs)]
     if os.environ.get("FFPA_PTXAS_VERBOSE") == "1":
         nvcc.append("-Xptxas=-v")
     return [
-        CUDAExtension(
+        cpp_extension.CUDAExtension(
             name="ffpa_attn._C",
             sources=sources,
             include_dirs=[str(ROOT / "csrc"), str(ROOT / "csrc" / "include")],
-            extra_compile_args={"cxx": ["-O3", "-std=c++17", f"-DFFPA_HAS_SM90A={has_sm90a}"], "nvcc": nvcc},
+            extra_compile_args={"cxx": ["-O3", f"-DFFPA_HAS_SM90A={has_sm90a}"], "nvcc": nvcc},
         )
     ]
 
@@ -83,6 +173,10 @@ def cmdclass():
     return {"build_ext": BuildExtension.with_options(use_ninja=True)}
 
 
+# Metadata-only commands (egg_info, --version, ...) must work without torch or a CUDA toolkit.
+_BUILDS = {"build", "build_ext", "bdist_wheel", "install", "develop", "editable_wheel", "bdist_egg"}
+_building = any(a in _BUILDS for a in sys.argv[1:])
+
 setup(
     name="ffpa-attn",
     version=VERSION,
@@ -90,7 +184,8 @@ setup(
     license="Apache-2.0",
     packages=find_packages(include=["ffpa_attn", "ffpa_attn.*"]),
     python_requires=">=3.9",
-    install_requires=["torch>=2.4"],
-    ext_modules=extensions(),
-    cmdclass=cmdclass(),
+    install_requires=["torch>=2.11"],
+    extras_require={"test": ["pytest"], "bench": ["numpy", "matplotlib"]},
+    ext_modules=extensions() if _building else [],
+    cmdclass=cmdclass() if _building else {},
 )
