@@ -4,7 +4,8 @@ padding), Ev != E, layouts, LSE, torch.compile, CUDA graphs, opcheck and the op'
 
 Tolerance (tests/_reference.py): 2x SDPA's own low-precision error + ATOL on rows that keep a key;
 fully masked rows exactly 0 with lse -inf. Skipped (not passed) without a CUDA GPU of compute
-capability >= 8.0, the built extension, or FA-2 kernels in the build. Budget: ~90 s on an H100
+capability >= 8.0 or FA-2 kernels in the build; a failure where the extension is expected but missing
+(tests/conftest.py). Budget: ~90 s on an H100
 (the 4097-long cases run for few combinations)."""
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import torch
 
 import ffpa_attn
+from conftest import cuda_available
 from _reference import (
     MASK_KINDS,
     assert_close_to_reference,
@@ -23,18 +25,14 @@ from _reference import (
 )
 from ffpa_attn import _routing
 
-HAS_GPU = (
-    torch.cuda.is_available()
-    and ffpa_attn.extension_available()
-    and torch.cuda.get_device_capability() >= (8, 0)
-)
+HAS_GPU = cuda_available  # a CUDA device of sm_80+ and the extension (tests/conftest.py)
 INFO = ffpa_attn.build_info() if HAS_GPU else {}
 FA2_PAIRS = sorted(tuple(p) for p in INFO.get("head_dim_pairs", {}).get("fa2", []))
 FA2_DIMS = sorted(e for e, ev in FA2_PAIRS if e == ev)
 ODD_PAIRS = [p for p in FA2_PAIRS if p[0] != p[1]]
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (sm_80+) and the built ffpa_attn._C extension"),
+    pytest.mark.requires_cuda,  # skipped without a device, failed where the extension is expected but missing
     pytest.mark.skipif(HAS_GPU and not FA2_PAIRS, reason="no FA-2 kernel in this build (build_info()['head_dim_pairs'])"),
 ]
 
@@ -318,12 +316,21 @@ def test_op_rejects_bad_masks():
         "float64": torch.zeros(1, 1, 64, 80, dtype=torch.float64, device="cuda"),
         "cpu": torch.ones(1, 1, 64, 80, dtype=torch.bool),
     }
+    # Every call passes all 10 arguments of the schema (a call missing one fails on the missing
+    # argument, whose message quotes the whole schema and so would match any pattern), and each
+    # pattern is the op's own message, backticks included.
+    assert [a.name for a in op.default._schema.arguments][-1] == "num_stages"
+    good = op(q, k, v, torch.ones(1, 1, 64, 80, dtype=torch.bool, device="cuda"), 0.1, False, False, 0, 0, 0)
+    assert good[0].shape == (2, 4, 64, 128)
     for what, mask in bad.items():
-        with pytest.raises(RuntimeError, match="attn_mask"):
-            op(q, k, v, mask, 0.1, False, False, 0, 0)
+        with pytest.raises(RuntimeError, match=r"^ffpa_fwd: `attn_mask` ") as err:
+            op(q, k, v, mask, 0.1, False, False, 0, 0, 0)
             pytest.fail(f"mask {what} accepted")
-    with pytest.raises(RuntimeError, match="level"):
-        op(q, k, v, None, 0.1, False, False, 2, 0)
+        assert "missing value" not in str(err.value), what
+    with pytest.raises(RuntimeError, match=r"^ffpa_fwd: `level` must be 0"):
+        op(q, k, v, None, 0.1, False, False, 4, 0, 0)
+    with pytest.raises(RuntimeError, match=r"^ffpa_fwd: head dims \(128, 128\) .* at FFPA level 2 are not compiled"):
+        op(q, k, v, None, 0.1, False, False, 2, 0, 0)
 
 
 def test_reference_helpers_agree_with_sdpa():

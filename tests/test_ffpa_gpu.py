@@ -3,13 +3,15 @@ GQA x odd lengths, E != Ev (576/512), MMA accumulation modes (fp16 / mixed), mas
 additive) and bottom-right causal, layouts, LSE, torch.compile, CUDA graphs, op-level checks and
 launch resources (spills; shared memory and registers that do not grow with D).
 
-Skipped (not passed) without a CUDA GPU of compute capability >= 8.0 and the built extension."""
+Skipped (not passed) without a CUDA GPU of compute capability >= 8.0; a failure where the extension is
+expected but missing (tests/conftest.py)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 import ffpa_attn
+from conftest import cuda_available
 from _reference import (
     assert_close_to_reference,
     capture_graph,
@@ -21,14 +23,10 @@ from _reference import (
     sdpa_low_precision,
 )
 
-HAS_GPU = (
-    torch.cuda.is_available()
-    and ffpa_attn.extension_available()
-    and torch.cuda.get_device_capability() >= (8, 0)
-)
+HAS_GPU = cuda_available  # a CUDA device of sm_80+ and the extension (tests/conftest.py)
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (sm_80+) and the built ffpa_attn._C extension"),
+    pytest.mark.requires_cuda,  # skipped without a device, failed where the extension is expected but missing
 ]
 
 LEVELS = [1, 2, 3]
@@ -278,6 +276,7 @@ def test_l3_persistent_grid_walks_every_item(D):
 def test_auto_level_runs_the_heuristic_choice():
     """level=None on a large head dim runs our kernels (D=320: the FA-2 family where it is
     compiled, else the heuristic's FFPA level) and is correct; D=2048 (beyond L1/L2) runs on L3."""
+    checked = []
     for D in (320, 2048):
         dtype = torch.bfloat16
         fams = [lv for lv in LEVELS if compiled(dtype, D, lv)]
@@ -286,6 +285,9 @@ def test_auto_level_runs_the_heuristic_choice():
         q, k, v = rand_qkv(1, 4, 4, 200, 200, D, dtype, seed=D)
         out = ffpa_attn.forward(q, k, v, strict=True)
         assert_close_to_reference(out, q, k, v, what=f"auto D={D}")
+        checked.append(D)
+    if not checked:
+        pytest.skip("neither D=320 nor D=2048 is compiled for bf16 in this build")
 
 
 # ---- torch integration -------------------------------------------------------------------------
