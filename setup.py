@@ -93,7 +93,7 @@ def choose_archs(torch):
 
 def check_toolchain(torch, cpp_extension):
     """Clear errors for the mismatches that otherwise fail deep inside the build."""
-    if "pip-build-env" in (torch.__file__ or ""):
+    if re.search(r"[/\\](pip-)?build-env-", torch.__file__ or ""):  # pip's / `python -m build`'s isolation
         raise SystemExit(
             "ffpa-attn must be built against the torch you run it with, but pip is building it in an "
             "isolated environment with its own torch. Install torch first, then build with "

@@ -30,6 +30,14 @@ def _shape(t: Tensor) -> Tuple[int, ...]:
     return tuple(t.shape)
 
 
+def _show(x: object) -> str:
+    """``type (value)`` for an error message; the value only for plain Python scalars, whose repr
+    is cheap and traceable (a tensor's or numpy value's repr is neither under torch.compile)."""
+    if x is None or type(x) in (bool, int, float, str):
+        return f"{_tname(x)} ({x!r})"
+    return _tname(x)
+
+
 def _err_prefix() -> str:
     return "ffpa_attn.forward(): "
 
@@ -38,7 +46,7 @@ def _check_bool(name: str, value: object) -> None:
     # SDPA: "argument 'is_causal' must be bool, not int" (also for numpy/tensor bools).
     if type(value) is not bool:
         raise FFPATypeError(
-            f"{_err_prefix()}argument '{name}' must be a bool, got {_tname(value)} ({value!r})"
+            f"{_err_prefix()}argument '{name}' must be a bool, got {_show(value)}"
         )
 
 
@@ -68,7 +76,7 @@ def _check_choice(name: str, value: object, allowed: tuple, allow_none: bool, ki
     if not ok_type:
         raise FFPATypeError(
             f"{_err_prefix()}argument '{name}' must be one of {shown}, "
-            f"got {_tname(value)} ({value!r})"
+            f"got {_show(value)}"
         )
     raise FFPAValueError(f"{_err_prefix()}argument '{name}' must be one of {shown}, got {value!r}")
 

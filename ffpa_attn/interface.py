@@ -41,7 +41,9 @@ from ._validate import (
     _tname,
     _validate,
 )
+from ._compile import raise_in_graph
 from .errors import (
+    FFPAError,
     FFPAFallbackWarning,
     FFPATypeError,
     FFPAUnsupportedError,
@@ -80,7 +82,7 @@ def _fallback_notice(reason: str, strict: bool) -> None:
         "ffpa_attn: falling back to torch.nn.functional.scaled_dot_product_attention: "
         f"{reason} (warned once per reason; pass strict=True to raise instead)",
         FFPAFallbackWarning,
-        stacklevel=3,
+        stacklevel=4,  # _fallback_notice <- _forward <- forward <- the caller
     )
 
 
@@ -298,9 +300,39 @@ def forward(
             Softmax statistics are fp32 in every mode.
         num_stages: pipeline stages, ``None`` = auto, else 1..4.
 
+    Errors keep their class under ``torch.compile`` (also ``fullgraph=True``): while
+    tracing, a validation or ``strict`` error becomes an op that raises it when the compiled code
+    runs (``_compile.py``).
+
     Returns:
         ``out`` of shape ``(..., Hq, L, Ev)``, or ``(out, lse)`` with ``return_lse=True``.
     """
+    args = (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
+            return_lse, strict, level, acc, num_stages)
+    if torch.compiler.is_compiling():
+        try:
+            return _forward(*args)
+        except FFPAError as err:
+            return raise_in_graph(err, query, return_lse)
+    return _forward(*args)
+
+
+def _forward(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Optional[Tensor],
+    dropout_p: float,
+    is_causal: bool,
+    scale: Optional[float],
+    enable_gqa: bool,
+    causal_align: str,
+    return_lse: bool,
+    strict: bool,
+    level: Optional[int],
+    acc: str,
+    num_stages: Optional[int],
+) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     # ---- arguments that are not tensors
     _check_bool("is_causal", is_causal)
     _check_bool("enable_gqa", enable_gqa)

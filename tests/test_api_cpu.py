@@ -568,12 +568,33 @@ def test_compile_fullgraph_patched_sdpa(gen):
     torch.testing.assert_close(compiled, model(q, k, v))
 
 
-def test_compile_strict_raises(gen):
-    torch._dynamo.reset()
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_compile_strict_raises(gen, fullgraph):
+    """strict=True raises FFPAUnsupportedError itself under compile (with fullgraph=True too,
+    where dynamo would otherwise report its own Unsupported), also with return_lse."""
     q, k, v = rn(gen, 1, 2, 5, 8), rn(gen, 1, 2, 6, 8), rn(gen, 1, 2, 6, 8)
-    fn = torch.compile(lambda q, k, v: ffpa_attn.forward(q, k, v, strict=True), backend="eager")
-    with pytest.raises(NotImplementedError, match="'cpu'"):
-        fn(q, k, v)
+    for lse in (False, True):
+        torch._dynamo.reset()
+        fn = torch.compile(lambda q, k, v: ffpa_attn.forward(q, k, v, strict=True, return_lse=lse),
+                           fullgraph=fullgraph, backend="eager")
+        with pytest.raises(FFPAUnsupportedError, match="'cpu'") as info:
+            fn(q, k, v)
+        assert type(info.value) is FFPAUnsupportedError
+        assert "CUDA-only" in info.value.reason
+
+
+def test_compile_fullgraph_error_in_a_model_keeps_its_class(gen):
+    """A validation error inside a compiled model (patched SDPA, fullgraph=True) is the eager
+    class: what `except ValueError` around a model call expects."""
+    def model(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).flatten(2) * 2
+
+    q, k, v = rn(gen, 2, 4, 9, 8), rn(gen, 2, 2, 9, 8), rn(gen, 2, 2, 9, 8)  # GQA without enable_gqa
+    torch._dynamo.reset()
+    with ffpa_attn.sdpa_patched():
+        with pytest.raises(ValueError, match="enable_gqa=True") as info:
+            torch.compile(model, fullgraph=True, backend="eager")(q, k, v)
+    assert type(info.value) is ffpa_attn.FFPAValueError
 
 
 def test_set_fa2_mma_round_trips_and_names_the_argument():

@@ -227,6 +227,22 @@ def test_forward_raises_named_error(case: Case):
         assert isinstance(info.value, TypeError) and isinstance(info.value, RuntimeError)
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_forward_raises_named_error_under_compile_fullgraph(case: Case):
+    """Under torch.compile(fullgraph=True) the same misuse raises the same class (not dynamo's
+    Unsupported) with the same words: the error is traced into the graph and raised when the
+    compiled code runs."""
+    g = torch.Generator().manual_seed(zlib.crc32(case.id.encode()))
+    args, kwargs = case.build(g)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: ffpa_attn.forward(*a, **kwargs), fullgraph=True, backend="eager")
+    with pytest.raises(case.exc) as info:
+        compiled(*args)
+    assert type(info.value) is case.exc, f"expected exactly {case.exc}, got {type(info.value)}: {info.value}"
+    for word in case.words:
+        assert word in str(info.value), f"{word!r} not in message: {info.value}"
+
+
 @pytest.mark.parametrize(
     "case", [c for c in CASES if c.sdpa is not None], ids=[c.id for c in CASES if c.sdpa is not None]
 )
