@@ -9,10 +9,14 @@ Run from the repository root::
     python bench/bench.py --mask blocksparse --D 128 256 512 --gen-bench
     python bench/bench.py --from-json bench/out/bench.json --gen-bench --plot   # no GPU
 
-Owns the CLI and the GPU timing loop; kernel names, FLOP accounting, tables and plots live
-in bench_report.py (re-exported here).  The module is importable (tests load it with
-importlib); the pure helpers are ``causal_pairs``, ``attn_flops``, ``compute_tflops``,
-``blocksparse_mask``, ``make_tables``, ``make_plots``, ``resolve_args`` and ``main(argv)``.
+Owns main() and the GPU timing loop; the flags are in bench_cli.py, kernel names, FLOP
+accounting and tables in bench_report.py, plots in bench_plot.py (all re-exported here).  The
+module is importable (tests load it with importlib); the pure helpers are ``causal_pairs``,
+``attn_flops``, ``compute_tflops``, ``blocksparse_mask``, ``make_tables``, ``make_plots``,
+``parse_args``, ``resolve_args`` and ``main(argv)``.
+
+Each ffpa_auto result records what the call ran (``"auto_kernel"``: fa2, ffpa_l1..3, or sdpa
+for a fallback), which the tables and plots name.
 
 Timing (``_time_interleaved``): CUDA events around single calls, interleaved across the kernels
 of one cell. After each kernel's checked first call and ``--warmup`` ms of untimed calls, the
@@ -23,8 +27,8 @@ drift out of the ratios; shuffling keeps any one predecessor kernel from biasing
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
+import importlib
 import json
 import os
 import re
@@ -48,40 +52,46 @@ from bench_report import (  # noqa: E402  (re-exported: tests use bench.<name>)
     _VARIANT,
     acc_variant,
     attn_flops,
+    auto_pick,
+    auto_ran,
     base_kernel,
     causal_pairs,
+    compiled_pairs,
     compute_tflops,
     family_of,
     group_results,
     is_sdpa,
     label,
-    make_plots,
     make_tables,
     split_variant,
     write_outputs,
+)
+from bench_plot import (  # noqa: E402
+    kernel_color,
+    make_plots,
+    missing_plot_deps,
+    plot_deps_message,
+    plot_title,
+)
+from bench_cli import (  # noqa: E402
+    DEFAULT_KERNELS,
+    MASK_BLOCK,
+    PRESETS,
+    build_parser,
+    parse_args,
+    parse_shape,
+    resolve_args,
 )
 
 __all__ = [
     "BASELINE", "CHECK_ATOL", "CHECK_FACTOR", "EXPAND_MARK", "FAIL_MARK", "LABELS", "MASKS",
     "OUR_KERNELS", "SDPA_KERNELS", "SPEEDUP_BASELINES", "attn_flops", "base_kernel",
     "causal_pairs", "compute_tflops", "group_results", "is_sdpa", "label", "make_plots",
-    "make_tables", "split_variant", "write_outputs", "blocksparse_mask", "parse_shape",
-    "build_parser", "resolve_args", "main",
+    "make_tables", "split_variant", "write_outputs", "auto_pick", "auto_ran", "compiled_pairs",
+    "kernel_color", "missing_plot_deps", "plot_title", "blocksparse_mask", "DEFAULT_KERNELS",
+    "PRESETS", "parse_shape", "build_parser", "parse_args", "resolve_args", "main",
 ]
 
-DEFAULT_KERNELS = ["sdpa_efficient", "sdpa_flash", "sdpa_cudnn"] + OUR_KERNELS
-DEFAULT_D = [320, 384, 448, 512, 576, 640, 768, 1024]
-FA2_D = [32, 64, 96, 128, 160, 192, 224, 256]
-FA2_MAX_D = 256
-MASK_BLOCK = 128
-
-QUICK = {"N": 1024, "H": 8, "D": [320, 512, 1024], "warmup": 5, "iters": 20}
-DEFAULTS = {"B": 1, "H": 32, "N": 8192, "D": DEFAULT_D, "warmup": 25, "iters": 100}
-# Named sweeps (explicit --shapes / --D win).  "fa2": the FA-2 family against SDPA flash,
-# efficient and cuDNN at the two shapes of issue #4.
-PRESETS = {
-    "fa2": {"shapes": ["1x32x8192", "8x16x2048"], "D": FA2_D},
-}
 
 
 # --------------------------------------------------------------------------
@@ -102,114 +112,13 @@ def blocksparse_mask(L: int, S: int, block: int = MASK_BLOCK, device=None, causa
     return keep.view(1, 1, L, S)
 
 
-def parse_shape(spec: str):
-    """'BxHxN' (L = S = N) or 'BxHxLxS' -> (B, H, L, S)."""
-    try:
-        parts = [int(x) for x in spec.lower().split("x")]
-    except ValueError:
-        parts = []
-    if len(parts) == 3:
-        parts.append(parts[2])
-    if len(parts) != 4 or min(parts) <= 0:
-        raise argparse.ArgumentTypeError(f"shape must be BxHxN or BxHxLxS with positive sizes, got {spec!r}")
-    return tuple(parts)
-
-
-# --------------------------------------------------------------------------
-# CLI
-# --------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        description="Benchmark ffpa_attn against torch SDPA backends.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--B", type=int, default=None, help="batch size (default 1)")
-    p.add_argument("--H", type=int, default=None, help="query heads (default 32; --quick: 8)")
-    p.add_argument("--Hkv", type=int, default=None, help="key/value heads (default = H)")
-    p.add_argument("--N", type=int, default=None, help="seq len, L = S = N (default 8192; --quick: 1024)")
-    p.add_argument("--L", type=int, default=None, help="query length override")
-    p.add_argument("--S", type=int, default=None, help="key/value length override")
-    p.add_argument("--shapes", type=parse_shape, nargs="+", default=None, metavar="BxHxN",
-                   help="several shapes in one run (BxHxN or BxHxLxS; --Hkv applies to each); "
-                        "replaces --B/--H/--N/--L/--S")
-    p.add_argument("--D", type=int, nargs="+", default=None,
-                   help=f"head dims (default {' '.join(map(str, DEFAULT_D))})")
-    p.add_argument("--Dv", type=int, default=None, help="value head dim (default = D)")
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                   help="named sweep: fa2 = shapes 1x32x8192 and 8x16x2048 over D "
-                        f"{' '.join(map(str, FA2_D))} (explicit --shapes/--D win)")
-    p.add_argument("--dtype", nargs="+", choices=["bf16", "fp16"], default=["bf16"])
-    p.add_argument("--causal", action="store_true", help="causal (top-left) masking")
-    p.add_argument("--causal-both", action="store_true", help="run both non-causal and causal")
-    p.add_argument("--mask", choices=MASKS, default="none",
-                   help=f"attn_mask given to every kernel: blocksparse = bool (1, 1, L, S), "
-                        f"{MASK_BLOCK}x{MASK_BLOCK} blocks in a checkerboard, diagonal blocks kept "
-                        "(with causal: ANDed with the causal mask); TFLOPS count dense flops")
-    p.add_argument("--warmup", type=int, default=None,
-                   help="untimed warm-up per kernel and cell, ms (default 25)")
-    p.add_argument("--iters", type=int, default=None,
-                   help="timed rounds per cell: about this many ms per kernel (default 100)")
-    p.add_argument("--kernels", nargs="+", default=None,
-                   help=f"kernels to run (default {' '.join(DEFAULT_KERNELS)}; "
-                        "sdpa_math only with --with-math or when listed)")
-    p.add_argument("--with-math", action="store_true", help="also time sdpa_math (slow)")
-    p.add_argument("--check", action="store_true",
-                   help="compare outputs to an fp32 SDPA math reference before timing")
-    p.add_argument("--gen-bench", action="store_true",
-                   help="print markdown tables and write <out>/bench_<dtype>[_causal][_<mask>].md")
-    p.add_argument("--plot", action="store_true", help="write speedup/TFLOPS PNG bar plots")
-    p.add_argument("--out-dir", default=os.path.join("bench", "out"))
-    p.add_argument("--json", default=None, help="results JSON path (default <out>/bench.json)")
-    p.add_argument("--quick", action="store_true",
-                   help="small smoke preset: N=1024 H=8 D 320 512 1024, small warmup/iters")
-    p.add_argument("--from-json", default=None, metavar="FILE",
-                   help="no GPU work: load results JSON and regenerate tables/plots")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--acc", nargs="+", choices=["fp16", "mixed"], default=None,
-                   help="also time each requested FFPA level with fp16 / mixed MMA accumulation "
-                        "(fp16 inputs only; kernels named ffpa_l1_fp16acc, ...)")
-    p.add_argument("--stages", type=int, nargs="+", choices=[1, 2, 3, 4], default=None,
-                   help="also time each requested FFPA level forced to these pipeline depths "
-                        "(kernels named ffpa_l1_s2, ...)")
-    return p
-
-
-def resolve_args(args) -> argparse.Namespace:
-    """Fill in preset/default values (explicit flags always win).
-
-    Sets ``args.shapes`` to the list of (B, Hq, Hkv, L, S) to run (and B/H/Hkv/L/S to the
-    first of them)."""
-    preset = dict(QUICK if args.quick else {})
-    named = PRESETS.get(args.preset or "", {})
-    if args.D is None and "D" in named:
-        args.D = list(named["D"])
-    if args.shapes is None and "shapes" in named:
-        args.shapes = [parse_shape(s) for s in named["shapes"]]
-    for key in ("B", "H", "N", "D", "warmup", "iters"):
-        if getattr(args, key) is None:
-            setattr(args, key, preset.get(key, DEFAULTS[key]))
-    if args.shapes is None:
-        args.shapes = [(args.B, args.H, args.L or args.N, args.S or args.N)]
-    args.shapes = [(B, H, args.Hkv or H, L, S) for B, H, L, S in args.shapes]
-    args.B, args.H, args.Hkv, args.L, args.S = args.shapes[0]
-    if args.kernels is None:
-        args.kernels = list(DEFAULT_KERNELS)
-        if args.with_math:
-            args.kernels.insert(3, "sdpa_math")
-    elif args.with_math and "sdpa_math" not in args.kernels:
-        args.kernels.append("sdpa_math")
-    args.kernels = list(dict.fromkeys(args.kernels))
-    if args.json is None:
-        args.json = os.path.join(args.out_dir, "bench.json")
-    return args
-
-
 def _die(msg, code=2):
     print(f"bench.py: error: {msg}", file=sys.stderr)
     return code
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     if args.from_json:
         try:
             with open(args.from_json) as f:
@@ -217,8 +126,11 @@ def main(argv=None) -> int:
         except (OSError, ValueError) as e:
             return _die(f"cannot read results JSON {args.from_json!r}: {e}")
         gen, plot = args.gen_bench, args.plot
-        if not gen and not plot:
-            gen = plot = True
+        if not gen and not plot:  # neither asked for: both, plots where they can be drawn
+            missing = missing_plot_deps()
+            gen, plot = True, not missing
+            if missing:
+                print(f"note: no plots: {plot_deps_message(missing)}", file=sys.stderr)
         write_outputs(data, args.out_dir, gen_bench=gen, plot=plot)
         return 0
 
@@ -476,13 +388,26 @@ def _errors(out, ref):
 _SKIP_EXC = (NotImplementedError, RuntimeError, ValueError, TypeError, AssertionError)
 
 
-def _compiled_pairs(info):
-    """family -> set of compiled (E, Ev) pairs from build_info() (None: unknown, try all)."""
-    if not info:
+def _auto_kernel(sw, q, k, v, causal, gqa, mask):
+    """What ffpa_auto runs on these inputs (a result's "auto_kernel"): "sdpa" where a strict call
+    is refused (auto falls back to torch SDPA), else the family the build's head-dim pairs and the
+    level heuristic (ffpa_attn._C.pick_ffpa_level) give; None where that is unknown."""
+    try:  # strict refusals raise before any launch
+        sw.ffpa.forward(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
+                        enable_gqa=gqa, strict=True)
+    except NotImplementedError:
+        return "sdpa"
+    except _SKIP_EXC:
         return None
-    pairs = info.get("head_dim_pairs") or {
-        f: [[d, d] for d in dims] for f, dims in (info.get("head_dims") or {}).items()}
-    return {f: {(int(e), int(ev)) for e, ev in ps} for f, ps in pairs.items()}
+    if sw.pairs is None:
+        return None
+    B, Hq, L, D = q.shape
+    S, Dv = k.shape[2], v.shape[3]
+    try:
+        pick = importlib.import_module("ffpa_attn._C").pick_ffpa_level
+    except (ImportError, AttributeError):
+        return auto_pick(sw.pairs, D, Dv)
+    return auto_pick(sw.pairs, D, Dv, lambda levels: pick(D, Dv, L, S, B * Hq, levels))
 
 
 def _static_skip(kname, D, Dv, pairs, mask):
@@ -490,8 +415,6 @@ def _static_skip(kname, D, Dv, pairs, mask):
     base = family_of(kname)
     if base == "sdpa_flash" and mask != "none":
         return "sdpa_flash takes no attn_mask"
-    if base == "fa2" and max(D, Dv) > FA2_MAX_D:
-        return f"fa2 only for D <= {FA2_MAX_D}"
     if pairs is not None and base in ("fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3"):
         if (D, Dv) not in pairs.get(base, set()):
             return f"head dims ({D}, {Dv}) not compiled for {base} (build_info head_dim_pairs)"
@@ -586,6 +509,8 @@ def _run_cell(sw, shape, dt, dtype, causal, D, gen):
                                                 expand_cache, mask)
                 if expanded:
                     rec["gqa_expanded"] = True
+                if kname == "ffpa_auto":
+                    rec["auto_kernel"] = _auto_kernel(sw, q, k, v, causal, gqa, mask)
                 if args.check:
                     _record_check(sw, rec, out, ref, base_err, f"{kname} {dt} causal={causal} D={D}")
                 del out
@@ -654,7 +579,7 @@ def run_gpu(args) -> int:
 
     prog = _Progress(len(args.shapes) * len(args.dtype) * len(causals) * len(args.D)
                      * max(len(kernels), 1))
-    sw = _Sweep(args, kernels, ffpa, _compiled_pairs(info), prog)
+    sw = _Sweep(args, kernels, ffpa, compiled_pairs(info), prog)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(args.seed)
     for shape in args.shapes:

@@ -1,9 +1,10 @@
-"""The pure (CPU-only) half of bench/bench.py: kernel names and labels, FLOP accounting, grouping
-of results, markdown tables and PNG plots. bench.py re-exports everything here; tests load it
-through bench.py.
+"""The pure (CPU-only) half of bench/bench.py: kernel names and labels, FLOP accounting, what
+ffpa_auto ran, grouping of results and markdown tables (the PNG plots are in bench_plot.py).
+bench.py re-exports everything here; tests load it through bench.py.
 
 A result is a dict with kernel, dtype, B, Hq, Hkv, L, S, D, Dv, causal, mask ("none" or
-"blocksparse"; absent in older JSON = "none"), ms, tflops and optional check/expand fields.
+"blocksparse"; absent in older JSON = "none"), ms, tflops, optional check/expand fields and, for
+ffpa_auto, "auto_kernel" (what it ran; absent in older JSON).
 """
 from __future__ import annotations
 
@@ -81,6 +82,70 @@ def label(kernel: str) -> str:
 
 def is_sdpa(kernel: str) -> bool:
     return kernel.startswith("sdpa_")
+
+
+# --------------------------------------------------------------------------
+# What ffpa_auto ran
+# --------------------------------------------------------------------------
+# A ffpa_auto result records what the call ran in "auto_kernel": a family, or "sdpa" where
+# ffpa_attn fell back to torch SDPA. Short names for labels:
+AUTO_NAMES = {"fa2": "FA-2", "ffpa_l1": "L1", "ffpa_l2": "L2", "ffpa_l3": "L3", "sdpa": "SDPA fallback"}
+AUTO_RAN_ROW = "FFPA auto ran"  # the table row that says it per head dim
+FFPA_LEVELS = ("ffpa_l1", "ffpa_l2", "ffpa_l3")
+
+
+def compiled_pairs(info):
+    """family -> set of compiled (E, Ev) pairs from a build_info() dict (None: unknown)."""
+    if not info:
+        return None
+    pairs = info.get("head_dim_pairs") or {
+        f: [[d, d] for d in dims] for f, dims in (info.get("head_dims") or {}).items()}
+    return {f: {(int(e), int(ev)) for e, ev in ps} for f, ps in pairs.items()}
+
+
+def auto_pick(pairs, D, Dv, pick_level=None):
+    """The family an auto call runs at head dims (D, Dv) on a build with these compiled pairs:
+    "fa2" where the pair is compiled for FA-2, else the FFPA level that ``pick_level(levels)``
+    (ffpa_attn._C.pick_ffpa_level) picks among the levels compiled for it. Without
+    ``pick_level``, a level only where it is the one compiled. None: unknown or none compiled."""
+    if (D, Dv) in pairs.get("fa2", ()):
+        return "fa2"
+    levels = [int(f[-1]) for f in FFPA_LEVELS if (D, Dv) in pairs.get(f, ())]
+    if pick_level is not None and levels:
+        level = pick_level(levels)
+    elif len(levels) == 1:
+        level = levels[0]
+    else:
+        return None
+    return f"ffpa_l{level}" if level in levels else None
+
+
+def auto_ran(r, pairs):
+    """What the ffpa_auto result ``r`` ran: its recorded "auto_kernel"; for JSON written before
+    bench.py recorded it, derived from the run's compiled pairs (``pairs``, from its build_info)
+    with auto_pick; None where neither tells."""
+    if r.get("auto_kernel"):
+        return r["auto_kernel"]
+    if pairs is None:
+        return None
+    D = int(r["D"])
+    return auto_pick(pairs, D, int(r.get("Dv", D)))
+
+
+def auto_name(kernel) -> str:
+    """'fa2' -> 'FA-2', 'ffpa_l3' -> 'L3', None -> '?'."""
+    return AUTO_NAMES.get(kernel, kernel) if kernel else "?"
+
+
+def auto_label(kernel) -> str:
+    """Label of ffpa_auto when it ran ``kernel`` (None: unknown): 'FFPA auto (FA-2)'."""
+    return label("ffpa_auto") + (f" ({auto_name(kernel)})" if kernel else "")
+
+
+def auto_columns(results_json, cells, cols) -> dict:
+    """{column: what ffpa_auto ran there (None: unknown)} for the columns with an ffpa_auto cell."""
+    pairs = compiled_pairs(results_json.get("build_info"))
+    return {c: auto_ran(cells[("ffpa_auto", c)], pairs) for c in cols if ("ffpa_auto", c) in cells}
 
 
 # --------------------------------------------------------------------------
@@ -243,7 +308,8 @@ def _title(g, device):
 def make_tables(results_json) -> "OrderedDict[str, str]":
     """Markdown tables, one per (dtype, causal, mask): {"bench_<tag>": markdown}.
 
-    Rows: SDPA EA TFLOPS, other SDPA backends that ran, each of our kernels' TFLOPS, then
+    Rows: SDPA EA TFLOPS, other SDPA backends that ran, each of our kernels' TFLOPS (after
+    FFPA auto's, a "FFPA auto ran" row: FA-2 / L1 / L2 / L3 per head dim, "?" where unknown), then
     "<ours> speedup vs SDPA EA" and "<ours> speedup vs SDPA FA" rows (where that baseline
     ran and the row has a number).  Missing cells are "-"; cells whose --check failed get a
     trailing "!".  Masked runs count dense flops (noted under the table).
@@ -268,7 +334,7 @@ def make_tables(results_json) -> "OrderedDict[str, str]":
             _md_row(["Kernel (TFLOPS)"] + [_col_label(c) for c in cols]),
             _md_row(["---"] + ["---:"] * len(cols)),
         ]
-        any_fail = any_expanded = False
+        any_fail = any_expanded = any_unknown = False
         for k in sdpa + ours:
             row = [label(k)]
             for c in cols:
@@ -285,12 +351,20 @@ def make_tables(results_json) -> "OrderedDict[str, str]":
                     any_fail = True
                 row.append(s)
             lines.append(_md_row(row))
+            if k == "ffpa_auto":
+                ran = auto_columns(results_json, cells, cols)
+                any_unknown = None in ran.values()
+                lines.append(_md_row([AUTO_RAN_ROW] + [auto_name(ran[c]) if c in ran else "-"
+                                                       for c in cols]))
         for k, base, vals in speedup_series(cells, cols, kernels):
             lines.append(_md_row([f"{label(k)} speedup vs {label(base)}"] + [fmt_speedup(v) for v in vals]))
         if g["mask"] != "none":
             lines += ["", f"Mask `{g['mask']}`: TFLOPS count the dense flops "
                       f"({'causal pairs' if g['causal'] else 'every (query, key) pair'}, masked or "
                       "not), so they and the speedups read as time ratios, not useful work."]
+        if any_unknown:
+            lines += ["", f"`?` in \"{AUTO_RAN_ROW}\": the results JSON does not record which kernel "
+                      "auto ran there, and its build_info does not settle it."]
         if any_expanded:
             lines += ["", f"`{EXPAND_MARK}` = backend has no native GQA: K/V were pre-expanded "
                       "to Hq heads outside the timed region."]
@@ -315,99 +389,6 @@ def make_tables(results_json) -> "OrderedDict[str, str]":
     return tables
 
 
-# --------------------------------------------------------------------------
-# Plots
-# --------------------------------------------------------------------------
-def _bars(ax, xs, xlabels, series, fmt):
-    n = max(len(series), 1)
-    width = 0.8 / n
-    for i, (name, vals) in enumerate(series):
-        pos = [x - 0.4 + width * (i + 0.5) for x in xs]
-        hs = [v if v is not None and math.isfinite(v) else 0.0 for v in vals]
-        rects = ax.bar(pos, hs, width, label=name)
-        for rect, v in zip(rects, vals):
-            if v is None or not math.isfinite(v):
-                ax.annotate("-", (rect.get_x() + rect.get_width() / 2, 0),
-                            ha="center", va="bottom", fontsize=8,
-                            xytext=(0, 2), textcoords="offset points")
-                continue
-            ax.annotate(fmt(v), (rect.get_x() + rect.get_width() / 2, rect.get_height()),
-                        ha="center", va="bottom", fontsize=6, rotation=90,
-                        xytext=(0, 2), textcoords="offset points")
-    ax.set_xticks(xs)
-    ax.set_xticklabels(xlabels)
-    ax.set_xlabel("head dim")
-    ax.legend(fontsize=7, ncol=min(n, 5), loc="upper center",
-              bbox_to_anchor=(0.5, -0.14), frameon=False)
-    ax.margins(y=0.12)
-
-
-def _save(fig, path, paths):
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    paths.append(path)
-
-
-# plot file prefix and y label per speedup baseline
-_SPEEDUP_PLOTS = {"sdpa_efficient": ("speedup", "SDPA efficient attention"),
-                  "sdpa_flash": ("speedup_vs_fa", "SDPA flash attention")}
-
-
-def make_plots(results_json, out_dir) -> list:
-    """Write bar plots (matplotlib Agg) and return the list of written paths.
-
-    Per (dtype, causal, mask) combo: ``tflops_<tag>.png`` (TFLOPS per kernel per head dim),
-    ``speedup_<tag>.png`` (each of ours vs SDPA EA) when SDPA EA and one of ours ran, and
-    ``speedup_vs_fa_<tag>.png`` (vs SDPA FA) when one of ours shares a head dim with SDPA FA.
-    """
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(out_dir, exist_ok=True)
-    device = results_json.get("device", "unknown device")
-    paths = []
-    for tag, g in group_results(results_json).items():
-        cols, kernels, cells = _cells(g["results"])
-        B, Hq, Hkv, L, S = g["shape"]
-        subtitle = (f"{device} | {g['dtype']} | B={B} H={Hq} Hkv={Hkv} L={L} S={S}"
-                    f"{' | causal' if g['causal'] else ''}"
-                    f"{'' if g['mask'] == 'none' else ' | mask ' + g['mask'] + ' (dense flops)'}")
-        xs = list(range(len(cols)))
-        xlabels = [_col_label(c)[2:] for c in cols]
-        width = max(6.0, 1.2 * len(cols) + 3)
-
-        series = []
-        for k in kernels:
-            vals = []
-            for c in cols:
-                r = cells.get((k, c))
-                vals.append(float(r["tflops"]) if r is not None and r.get("tflops") is not None
-                            else None)
-            series.append((label(k), vals))
-        fig, ax = plt.subplots(figsize=(width, 5.0))
-        _bars(ax, xs, xlabels, series, lambda v: f"{v:.0f}")
-        ax.set_ylabel("TFLOPS")
-        ax.set_title(f"Attention forward TFLOPS\n{subtitle}", fontsize=9)
-        _save(fig, os.path.join(out_dir, f"tflops_{tag}.png"), paths)
-
-        all_series = speedup_series(cells, cols, kernels)
-        for base, (prefix, name) in _SPEEDUP_PLOTS.items():
-            series = [(label(k), vals) for k, b, vals in all_series if b == base]
-            if not series:
-                continue
-            fig, ax = plt.subplots(figsize=(width, 5.0))
-            _bars(ax, xs, xlabels, series, lambda v: f"{v:.2f}x")
-            ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
-            ax.set_ylabel(f"speedup vs {label(base)}")
-            ax.set_title(f"Speedup vs {name}\n{subtitle}", fontsize=9)
-            _save(fig, os.path.join(out_dir, f"{prefix}_{tag}.png"), paths)
-    return paths
-
-
 def write_outputs(results_json, out_dir, gen_bench=True, plot=True, echo=True) -> list:
     """Write markdown tables and/or plots; returns written paths."""
     os.makedirs(out_dir, exist_ok=True)
@@ -421,6 +402,8 @@ def write_outputs(results_json, out_dir, gen_bench=True, plot=True, echo=True) -
             if echo:
                 print(md)
     if plot:
+        from bench_plot import make_plots  # matplotlib only when plotting
+
         written += make_plots(results_json, out_dir)
     if echo:
         for p in written:
