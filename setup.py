@@ -32,9 +32,9 @@ import gen_instantiations  # noqa: E402
 
 VERSION = re.search(r'__version__\s*=\s*"([^"]+)"', (ROOT / "ffpa_attn" / "__init__.py").read_text()).group(1)
 FULL_ARCHS = ["80", "89", "90a"]
-# Seconds one kernel file takes to compile for one arch on one core (sm_90a, 16-core GPU host:
-# 184 files in 86 s with MAX_JOBS=16); only used for the rough estimate printed before the build.
-SECONDS_PER_FILE_ARCH = 7.5
+# Seconds one kernel file takes to compile for one arch on one core of the 16-core GPU host (188
+# files x 3 archs in 160 s with MAX_JOBS=16); only for the rough estimate printed before the build.
+SECONDS_PER_FILE_ARCH = 4.5
 
 
 def say(msg):
@@ -149,7 +149,7 @@ def extensions():
         f"{torch_cxx_standard(cpp_extension)} (the standard torch's extension builder uses)")
     say(f"archs {';'.join(archs)} ({why}; set FFPA_ARCHS to choose)")
     say(f"{cu_files} CUDA files x {len(archs)} arch(s) with {jobs} parallel jobs: roughly "
-        f"{max(1, round(minutes))} min on a recent server core (slower machines take longer)")
+        f"{max(1, round(minutes))} min on a 16-core server's cores (slower machines take longer)")
     # FFPA_HAS_SM90A: the build has sm_90a code, so the FA-2 launcher may pick its wgmma kernel on
     # compute capability 9.0 devices (the kernel itself only exists in the sm_90a pass).
     has_sm90a = "1" if "90a" in archs else "0"

@@ -21,6 +21,22 @@ _AUTOCAST_DEVICE_TYPES = ("cuda", "cpu")
 _AUTOCAST_CASTS = (torch.float16, torch.bfloat16, torch.float32)
 
 
+
+
+def _sdpa_takes_4d_mask_for_3d_inputs() -> bool:
+    """Does this torch's SDPA accept a (1, H, L, S) mask for 3-D (H, L, E) inputs? torch 2.15
+    does (it drops the leading 1), 2.11 raises; probed once at import on tiny CPU tensors."""
+    q = torch.zeros(2, 1, 8)
+    try:
+        torch._C._nn.scaled_dot_product_attention(q, q, q, attn_mask=torch.zeros(1, 2, 1, 1))
+    except RuntimeError:
+        return False
+    return True
+
+
+_SDPA_4D_MASK_FOR_3D = _sdpa_takes_4d_mask_for_3d_inputs()
+
+
 # ============================================================================ helpers
 def _tname(x: object) -> str:
     return type(x).__name__
@@ -255,6 +271,9 @@ def _validate_mask(
             # Broadcasting prepends 1s anyway; SDPA's math path accepts this, its CPU
             # flash path raises IndexError, so normalize instead of passing it through.
             attn_mask = attn_mask.reshape((1,) * (2 - attn_mask.dim()) + _shape(attn_mask))
+        if (_SDPA_4D_MASK_FOR_3D and query.dim() == 3 and attn_mask.dim() == 4
+                and attn_mask.shape[0] == 1):
+            attn_mask = attn_mask[0]  # as this torch's SDPA does
         if _broadcast(_shape(attn_mask), scores_shape) != scores_shape:
             raise FFPAValueError(
                 f"{p}argument 'attn_mask' must be broadcastable to the attention-weight shape "

@@ -10,6 +10,11 @@ import sys
 
 import pytest
 
+# Plotting tests need the bench extra (pip install --no-build-isolation ".[bench]"); the README's
+# install and CI bring it, so these run there.
+needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                      reason='needs matplotlib: pip install --no-build-isolation ".[bench]"')
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH_PY = os.path.join(REPO, "bench", "bench.py")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -146,6 +151,7 @@ def _assert_png(path):
     assert os.path.getsize(path) > 5000
 
 
+@needs_matplotlib
 def test_make_plots(tmp_path):
     paths = bench.make_plots(_synthetic(), str(tmp_path))
     names = {os.path.basename(p) for p in paths}
@@ -165,6 +171,7 @@ def _run(args, **kw):
                           capture_output=True, text=True, timeout=180, **kw)
 
 
+@needs_matplotlib
 def test_from_json_cli_roundtrip(tmp_path):
     jpath = tmp_path / "results.json"
     jpath.write_text(json.dumps(_synthetic()))
@@ -255,6 +262,7 @@ def test_mask_results_get_their_own_tables_and_note():
     assert "dense flops" not in tables["bench_bf16"]
 
 
+@needs_matplotlib
 def test_make_plots_speedup_vs_flash(tmp_path):
     paths = {os.path.basename(p) for p in bench.make_plots(_fa2_synthetic(mask="blocksparse"), str(tmp_path))}
     assert paths == {"tflops_bf16_blocksparse.png", "speedup_bf16_blocksparse.png",
@@ -436,6 +444,7 @@ def test_plot_without_matplotlib_fails_at_parse_time(monkeypatch, capsys, tmp_pa
     assert "no plots: --plot needs matplotlib" in capsys.readouterr().err
 
 
+@needs_matplotlib
 def test_plot_without_numpy_names_numpy(monkeypatch, capsys):
     import matplotlib  # noqa: F401  (loaded: only numpy is missing)
 
@@ -471,6 +480,7 @@ def _plot_calls(monkeypatch):
     return calls
 
 
+@needs_matplotlib
 def test_kernel_color_is_fixed_whatever_the_figure_shows(monkeypatch, tmp_path):
     first = {k: bench.kernel_color(k) for k in ("sdpa_efficient", "ffpa_l1", "ffpa_auto")}
     second = {k: bench.kernel_color(k) for k in ("ffpa_auto", "ffpa_l3", "ffpa_l1", "fa2_sync")}
@@ -498,6 +508,7 @@ def test_kernel_color_is_fixed_whatever_the_figure_shows(monkeypatch, tmp_path):
     assert len({next(iter(v)) for v in seen.values()}) == 3  # and different kernels differ
 
 
+@needs_matplotlib
 def test_plot_titles_say_causal_or_non_causal(monkeypatch, tmp_path):
     g = {"dtype": "bf16", "causal": False, "mask": "none", "shape": (1, 32, 8, 4096, 2048)}
     title = bench.plot_title("Attention forward TFLOPS", g, DEVICE)
@@ -543,6 +554,7 @@ def test_auto_ran_new_and_old_rows():
     assert bench.auto_pick(pairs, 96, 96, lambda levels: 1) is None
 
 
+@needs_matplotlib
 def test_auto_labels_in_legend_ticks_and_table(monkeypatch, tmp_path):
     report = sys.modules["bench_report"]
     plot = sys.modules["bench_plot"]
@@ -623,6 +635,7 @@ def test_bench_records_what_auto_ran(monkeypatch):
 
 
 # ---------------------------------------------------------------- value labels
+@needs_matplotlib
 def test_value_labels_fixed_decimals_and_no_overlap(monkeypatch, tmp_path):
     """Every bar's value label uses fixed decimals, a small font, and no two labels overlap,
     also with many kernels per head dim."""
