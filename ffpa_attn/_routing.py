@@ -17,8 +17,11 @@ from . import _ops
 from ._masks import mask_slices
 
 _HALF_ACCS = ("fp16", "mixed")  # accumulation modes that need float16 inputs and an FFPA kernel
-_MAX_HEADS = 65535  # grid limit of the kernels
-_MAX_MASK_SLICES = 65535  # (batch, head) slices of a mask: grid limit of the block-map pass
+# CUDA's gridDim.y/z limit, ffpa::kMaxGridYZ (csrc/include/ffpa/constants.h; the build reports it as
+# build_info()["limits"]["max_grid_yz"], and tests/test_build.py checks the two agree).
+_MAX_GRID_YZ = 65535
+_MAX_HEADS = _MAX_GRID_YZ  # query heads: grid y of the kernels
+_MAX_MASK_SLICES = _MAX_GRID_YZ  # (batch, head) slices of a mask: grid z of the block-map pass
 _KERNEL_DTYPES = (torch.float16, torch.bfloat16)
 _MASK_DTYPES = (torch.bool, torch.float16, torch.bfloat16, torch.float32)
 _LEVEL_FAMILY = {1: "ffpa_l1", 2: "ffpa_l2", 3: "ffpa_l3"}  # families a forced level runs

@@ -254,3 +254,12 @@ def test_auto_routes_d320_and_d384_to_fa2_where_compiled(d):
         assert _routing._family_for(d, d, 1) == "ffpa_l1"
     # fp16 accumulation exists on the FFPA levels only: never routed to FA-2
     assert _routing._family_for(d, d, None, "fp16", "float16") != "fa2"
+
+
+def test_grid_limit_is_the_one_the_routing_uses():
+    """The Python routing's grid limit (query heads, mask slices) is ffpa::kMaxGridYZ, which the build
+    reports: one constant, checked here so the two cannot drift."""
+    from ffpa_attn import _routing
+
+    limit = ffpa_attn.build_info()["limits"]["max_grid_yz"]
+    assert limit == _routing._MAX_GRID_YZ == _routing._MAX_HEADS == _routing._MAX_MASK_SLICES == 65535

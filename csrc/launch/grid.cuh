@@ -1,9 +1,10 @@
 // The grid of the non-persistent forward kernels, (query blocks x groups, query heads, batch),
-// launched in batch slices because gridDim.z is capped at 65535: each slice offsets the
+// launched in batch slices because gridDim.z is capped at kMaxGridYZ (65535): each slice offsets the
 // pointers. `groups` blocks share each query block (FFPA L2's Dv groups; 1 elsewhere). Torch-free.
 #pragma once
 #include <cuda_runtime.h>
 
+#include "ffpa/constants.h"
 #include "ffpa/mask.cuh"
 #include "ffpa/params.h"
 
@@ -12,7 +13,6 @@ namespace ffpa::launch {
 template <typename Element, typename Kernel>
 cudaError_t launch_batched(Kernel kernel, const FwdParams& p, int block_m, int threads, int smem,
                            cudaStream_t stream, int groups = 1) {
-  constexpr int kMaxGridYZ = 65535;
   if (p.heads_q > kMaxGridYZ) return cudaErrorInvalidConfiguration;
   const int m_blocks = (p.len_q + block_m - 1) / block_m;
   for (int b0 = 0; b0 < p.batch; b0 += kMaxGridYZ) {

@@ -1,5 +1,6 @@
 // Launch of the attn_mask block-map pre-pass (kernel in ffpa/mask.cuh): one small block per
 // (mask batch, mask head, query block, key block) tile. Torch-free.
+#include "ffpa/constants.h"
 #include "ffpa/kernels/mask_block_map.cuh"
 #include "launch/ffpa_fwd.h"
 
@@ -18,7 +19,7 @@ cudaError_t build_block_map(FwdParams& p, int mask_batches, int mask_heads, int 
   const int m_blocks = (p.len_q + block_m - 1) / block_m;
   const int n_blocks = (p.len_kv + block_n - 1) / block_n;
   const int64_t per_head = static_cast<int64_t>(m_blocks) * n_blocks;
-  if (m_blocks > 65535 || static_cast<int64_t>(mask_batches) * mask_heads > 65535) return cudaErrorInvalidConfiguration;
+  if (m_blocks > kMaxGridYZ || static_cast<int64_t>(mask_batches) * mask_heads > kMaxGridYZ) return cudaErrorInvalidConfiguration;
   p.block_map = map;
   p.block_map_m = block_m;
   p.block_map_n = block_n;

@@ -10,6 +10,7 @@
 #include <string>
 #include <tuple>
 
+#include "ffpa/constants.h"
 #include "launch/ffpa_fwd.h"
 #include "launch/heuristics.h"
 #include "ops/ffpa_ops.h"
@@ -30,7 +31,9 @@ std::string shape(at::IntArrayRef sizes) {
 }
 
 launch::DType to_dtype(at::ScalarType t) {
-  return t == at::kHalf ? launch::DType::kFloat16 : launch::DType::kBFloat16;
+  if (t == at::kHalf) return launch::DType::kFloat16;
+  TORCH_CHECK(t == at::kBFloat16, "ffpa_fwd: no kernel takes ", t, " inputs (float16 and bfloat16 only)");
+  return launch::DType::kBFloat16;
 }
 
 void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q) {
@@ -103,8 +106,8 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
               " (fp16 accumulation) needs float16 inputs, got ", q.scalar_type());
   TORCH_CHECK(num_stages >= 0 && num_stages <= 4, "ffpa_fwd: `num_stages` must be 0 (auto) or 1..4, got ",
               num(num_stages));
-  TORCH_CHECK(B <= INT32_MAX && Hq <= 65535 && L <= INT32_MAX && S <= INT32_MAX,
-              "ffpa_fwd: sizes out of range: batch ", num(B), ", heads ", num(Hq), " (at most 65535), L ", num(L),
+  TORCH_CHECK(B <= INT32_MAX && Hq <= kMaxGridYZ && L <= INT32_MAX && S <= INT32_MAX,
+              "ffpa_fwd: sizes out of range: batch ", num(B), ", heads ", num(Hq), " (at most ", num(int64_t{kMaxGridYZ}), "), L ", num(L),
               ", S ", num(S));
   const MaskKind mask_kind = attn_mask.has_value() ? check_mask(*attn_mask, q, B, Hq, L, S) : MaskKind::kNone;
   const launch::DType dtype = to_dtype(q.scalar_type());
@@ -142,7 +145,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
   p.head_dim = static_cast<int>(D);
   p.head_dim_v = static_cast<int>(Dv);
   p.scale = static_cast<float>(scale);
-  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+  p.scale_log2 = static_cast<float>(scale * kLog2eD);
   p.is_causal = is_causal;
   p.causal_offset = is_causal && causal_bottom_right ? static_cast<int>(S - L) : 0;
   p.num_stages = static_cast<int>(num_stages);
@@ -160,8 +163,8 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
   if (mask_kind != MaskKind::kNone) {
     const at::Tensor& m = *attn_mask;
     const int mb = static_cast<int>(m.size(0)), mh = static_cast<int>(m.size(1));
-    TORCH_CHECK(static_cast<int64_t>(mb) * mh <= 65535, "ffpa_fwd: `attn_mask` with ", num(int64_t{mb}),
-                " batches x ", num(int64_t{mh}), " heads is not supported (at most 65535 (batch, head) slices; "
+    TORCH_CHECK(static_cast<int64_t>(mb) * mh <= kMaxGridYZ, "ffpa_fwd: `attn_mask` with ", num(int64_t{mb}),
+                " batches x ", num(int64_t{mh}), " heads is not supported (at most ", num(int64_t{kMaxGridYZ}), " (batch, head) slices; "
                 "broadcast the mask over batch or heads)");
     p.mask = m.data_ptr();
     p.mask_kind = mask_kind;

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "ffpa/constants.h"
 #include "generated/build_manifest.h"
 #include "launch/ffpa_fwd.h"
 #include "launch/ffpa_heuristic.h"
@@ -17,6 +18,9 @@ namespace {
 py::dict build_info() {
   py::dict d = py::module_::import("json").attr("loads")(std::string(FFPA_BUILD_MANIFEST_JSON));
   d["cuda_version"] = std::to_string(CUDART_VERSION / 1000) + "." + std::to_string((CUDART_VERSION % 1000) / 10);
+  py::dict limits;
+  limits["max_grid_yz"] = ffpa::kMaxGridYZ;  // query heads, mask (batch, head) slices
+  d["limits"] = limits;
   return d;
 }
 

@@ -6,11 +6,10 @@
 #include <cuda_fp16.h>
 #include <math_constants.h>
 
+#include "ffpa/constants.h"
 #include "ffpa/params.h"
 
 namespace ffpa::attn {
-
-constexpr float kLog2e = 1.4426950408889634f;
 
 // The mask of one (batch, head): a byte pointer at element (b, h, 0, 0) plus element strides.
 struct MaskRef {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <math_constants.h>
 
+#include "ffpa/constants.h"
 #include "ffpa/fa2_traits.h"
 #include "ffpa/mask.cuh"
 #include "ffpa/numeric.cuh"
@@ -295,7 +296,6 @@ struct Fa2Fwd {
         }
         const int row = m0 + row_in_block;
         if (p.lse != nullptr && t4 == 0 && row < p.len_q) {
-          constexpr float kLn2 = 0.6931471805599453f;
           p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] =
               l > 0.f ? (row_max[mt][r] + __log2f(l)) * kLn2 : -CUDART_INF_F;
         }

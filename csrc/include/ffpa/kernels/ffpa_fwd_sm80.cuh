@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <math_constants.h>
 
+#include "ffpa/constants.h"
 #include "ffpa/accum.cuh"
 #include "ffpa/ffpa_traits.h"
 #include "ffpa/mask.cuh"
@@ -543,7 +544,6 @@ struct FfpaFwd {
       for (int r = 0; r < 2; ++r) {
         const int row = b.m0 + wm * 16 + g + r * 8;
         if (row >= p.len_q) continue;
-        constexpr float kLn2 = 0.6931471805599453f;
         const float m = row_max[r] == -CUDART_INF_F ? 0.f : row_max[r];
         const float lse = row_sum[r] > 0.f ? (m + __log2f(row_sum[r])) * kLn2 : -CUDART_INF_F;
         p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = lse;

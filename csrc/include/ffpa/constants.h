@@ -1,0 +1,17 @@
+// Numeric and launch constants shared by host and device code, defined once. Torch-free.
+#pragma once
+
+namespace ffpa {
+
+// Softmax runs in base 2 (ex2.approx): scores are scaled by log2(e) on the way in, and the LSE is
+// turned back into a natural log by ln(2) on the way out.
+constexpr double kLog2eD = 1.4426950408889634;
+constexpr float kLog2e = static_cast<float>(kLog2eD);
+constexpr float kLn2 = 0.6931471805599453f;
+
+// CUDA's limit on gridDim.y and gridDim.z: query heads and mask (batch, head) slices map there,
+// and batches are launched in slices of at most this many (launch/grid.cuh). The Python layer
+// routes calls beyond it to SDPA (ffpa_attn/_routing.py reads it from build_info()["limits"]).
+constexpr int kMaxGridYZ = 65535;
+
+}  // namespace ffpa
