@@ -128,8 +128,12 @@ def torch_cxx_standard(cpp_extension):
 
 
 def extensions():
-    import torch
-    from torch.utils import cpp_extension
+    try:
+        import torch
+        from torch.utils import cpp_extension
+    except ImportError as exc:
+        raise SystemExit(f"ffpa-attn builds against the torch you run it with, and none is importable ({exc}): "
+                         "pip install torch first, then pip install --no-build-isolation .")
 
     nvcc_ver = check_toolchain(torch, cpp_extension)
     archs, why = choose_archs(torch)
