@@ -98,6 +98,20 @@ struct GmmaSw128Tile {
   static __host__ __device__ __forceinline__ uint32_t advance(uint32_t addr, int dr, int /*du*/) {
     return addr + static_cast<uint32_t>(dr * 128);
   }
+
+  // Start offsets of wgmma descriptors (ptx::gmma_desc_sw128), whose reads apply the swizzle:
+  // k-step ks (16 columns) of a K-major operand (Q, K: rows = M or N, columns = k) is chunk ks / 4,
+  // 32 bytes per k-step inside its 128-byte rows; k-step kk (16 rows) of an MN-major operand (V:
+  // rows = k) starts 16 rows, 2048 bytes, further; 64-column chunk c starts c chunks further.
+  static __host__ __device__ __forceinline__ uint32_t k_major_kstep(int ks) {
+    return static_cast<uint32_t>((ks / 4) * kChunkBytes + (ks % 4) * 32);
+  }
+  static __host__ __device__ __forceinline__ uint32_t mn_major_kstep(int kk) {
+    return static_cast<uint32_t>(kk * 16 * 128);
+  }
+  static __host__ __device__ __forceinline__ uint32_t chunk(int c) {
+    return static_cast<uint32_t>(c * kChunkBytes);
+  }
 };
 
 // The XOR swizzle where it is conflict-free (2 or 4 units, or a multiple of 8), padding elsewhere.

@@ -48,11 +48,10 @@ struct Fa2FwdWgmma : Fa2Fwd<Traits, kStages> {
   static constexpr int kKStepsPV = Traits::kKStepsPV;
   static_assert(Traits::kWgmma, "Fa2FwdWgmma takes the wgmma tile table");
 
-  // Descriptor of k-step ks (16 columns) of a K-major tile: chunk ks / 4, 32 bytes per k-step
-  // inside the chunk's 128-byte rows.
+  // Descriptor of k-step ks (16 columns) of a K-major tile (GmmaSw128Tile::k_major_kstep).
   template <typename TileT>
   static __device__ __forceinline__ uint64_t k_major_desc(uint32_t tile_addr, int ks) {
-    return ptx::gmma_desc_sw128(tile_addr + (ks / 4) * TileT::kChunkBytes + (ks % 4) * 32, 16, 1024);
+    return ptx::gmma_desc_sw128(tile_addr + TileT::k_major_kstep(ks), 16, 1024);
   }
 
   static __device__ __forceinline__ void run(const FwdParams& p, char* smem_raw) {
@@ -113,11 +112,11 @@ struct Fa2FwdWgmma : Fa2Fwd<Traits, kStages> {
 #pragma unroll
       for (int kk = 0; kk < kKStepsPV; ++kk) {
         MmaO::rs(*reinterpret_cast<float(*)[kNO1 / 8][4]>(&o_acc[0][0]), p_frag[0][kk],
-                 ptx::gmma_desc_sw128(v_smem + kk * 2048, VTile::kChunkBytes, 1024), 1);
+                 ptx::gmma_desc_sw128(v_smem + VTile::mn_major_kstep(kk), VTile::kChunkBytes, 1024), 1);
         if constexpr (kNO2 > 0)
           MmaO2::rs(*reinterpret_cast<float(*)[kNO2 / 8][4]>(&o_acc[0][kNO1 / 8]), p_frag[0][kk],
-                    ptx::gmma_desc_sw128(v_smem + (kNO1 / 64) * VTile::kChunkBytes + kk * 2048, VTile::kChunkBytes,
-                                         1024),
+                    ptx::gmma_desc_sw128(v_smem + VTile::chunk(kNO1 / 64) + VTile::mn_major_kstep(kk),
+                                         VTile::kChunkBytes, 1024),
                     1);
       }
       ptx::wgmma_commit_group();

@@ -14,7 +14,7 @@ namespace ffpa::ptx {
 // K-major (Q, K): the 8-row core-matrix groups sit sbo = 1024 bytes apart; lbo is unused (1).
 // MN-major (V read transposed): lbo = bytes between 64-column chunks, sbo = 1024 bytes between
 // 8-row (k) groups. The swizzle is taken from address bits, so chunks are 1024-byte aligned.
-__device__ __forceinline__ uint64_t gmma_desc_sw128(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+__host__ __device__ __forceinline__ uint64_t gmma_desc_sw128(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
   return static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4) | (static_cast<uint64_t>(lbo_bytes >> 4) << 16) |
          (static_cast<uint64_t>(sbo_bytes >> 4) << 32) | (1ull << 62);
 }

@@ -1,0 +1,39 @@
+"""Host-side unit tests of the kernels' shared-memory primitives (tests/primitives/layout_host.cu):
+tile layouts (every element at its own slot, conflict-free ldmatrix rows, advance() consistent),
+the 128-byte swizzle of the Hopper tiles, and the wgmma descriptors the Hopper kernel builds against
+the PTX ISA's canonical layouts. Compiled with nvcc and run on the CPU: no GPU needed. Skipped
+without nvcc, a failure instead where the extension is expected (whoever builds it has nvcc)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import EXTENSION_EXPECTED
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _nvcc():
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    found = shutil.which("nvcc") or (str(Path(home) / "bin" / "nvcc") if (Path(home) / "bin" / "nvcc").exists() else None)
+    if found is None:
+        if EXTENSION_EXPECTED:
+            pytest.fail("nvcc not found (PATH, CUDA_HOME), but the extension is expected, so it was built with one")
+        pytest.skip("needs nvcc (PATH or CUDA_HOME) to compile tests/primitives/layout_host.cu")
+    return found
+
+
+def test_tile_layouts_and_wgmma_descriptors(tmp_path):
+    exe = tmp_path / "layout_host"
+    build = subprocess.run([_nvcc(), "-std=c++17", "-O1", "-I", str(ROOT / "csrc" / "include"),
+                            str(ROOT / "tests" / "primitives" / "layout_host.cu"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    assert run.returncode == 0 and last.endswith(" 0 failed"), run.stdout[-3000:] + run.stderr[-2000:]
+    assert int(last.split()[0]) > 1_000_000  # the checks ran
