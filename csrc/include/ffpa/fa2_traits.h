@@ -8,102 +8,107 @@
 
 namespace ffpa {
 
-// One row of the FA-2 tile table. Warps split the query rows only: warp w owns rows
+// One row of an FA-2 tile table, by name. Warps split the query rows only: warp w owns rows
 // [w * 16 * m_tiles, +16 * m_tiles) of the block and every key column, so the softmax needs no
-// cross-warp exchange and P stays in registers. m_tiles = 2 reuses each K/V fragment read from
-// shared memory for two MMAs (halving ldmatrix traffic) at twice the accumulator registers.
-// q_in_regs keeps the Q fragments in registers for the whole block (no ldmatrix of Q per KV tile).
-// min_blocks is the blocks per SM the register allocation must allow (__launch_bounds__).
-// prefetch loads the K/V (and Q) fragments of the next MMA step before the current step's MMAs
-// (double-buffered fragment registers), which hides ldmatrix latency where registers allow.
-// early_v waits for V_j (and issues the next K) before the softmax instead of after it.
-// prefetch_q (with prefetch) double-buffers the Q fragments too; without it they are loaded
-// just in time once per k-step (8 fewer registers per m-tile).
-// stages, when nonzero, is the ring depth auto calls use (else the deepest of 3, 2 that fits).
-template <int kWarps_, int kMTiles_, int kBlockN_, bool kQInRegs_, int kMinBlocks_ = 1, bool kPrefetch_ = true,
-          bool kEarlyV_ = false, bool kPrefetchQ_ = true, int kStages_ = 0>
-struct Fa2Tile {
-  static constexpr int warps = kWarps_;
-  static constexpr int m_tiles = kMTiles_;
-  static constexpr int block_n = kBlockN_;
-  static constexpr bool q_in_regs = kQInRegs_;
-  static constexpr int min_blocks = kMinBlocks_;
-  static constexpr bool prefetch = kPrefetch_;
-  static constexpr bool early_v = kEarlyV_;
-  static constexpr bool prefetch_q = kPrefetchQ_;
-  static constexpr int stages = kStages_;
-  static constexpr bool wgmma = false;
+// cross-warp exchange and P stays in registers. Host- and device-usable (constexpr).
+struct Fa2TileSpec {
+  int warps = 0;            // warps per block (4 per warpgroup on the wgmma kernel)
+  int m_tiles = 0;          // 16-row MMA tiles per warp; 2 reuses each K/V fragment for two MMAs
+                            // (half the ldmatrix traffic) at twice the accumulator registers
+  int block_n = 0;          // keys per KV tile (Bc)
+  bool q_in_regs = false;   // Q fragments stay in registers for the whole block
+  int min_blocks = 1;       // blocks per SM the register allocation must allow (__launch_bounds__)
+  bool prefetch = true;     // next MMA step's K/V (and Q) fragments loaded before this step's MMAs
+  bool early_v = false;     // wait for V_j (and issue the next K) before the softmax, not after it
+  bool prefetch_q = true;   // with prefetch, double-buffer the Q fragments too (else just in time)
+  int stages = 0;           // ring depth auto calls use; 0: the deepest of 3, 2 that fits
+  bool wgmma = false;       // both products on the warpgroup MMA (sm_90a kernel)
+
+  constexpr Fa2TileSpec with_warps(int v) const { Fa2TileSpec t = *this; t.warps = v; return t; }
+  constexpr Fa2TileSpec with_m_tiles(int v) const { Fa2TileSpec t = *this; t.m_tiles = v; return t; }
+  constexpr Fa2TileSpec with_block_n(int v) const { Fa2TileSpec t = *this; t.block_n = v; return t; }
+  constexpr Fa2TileSpec with_q_in_regs(bool v = true) const { Fa2TileSpec t = *this; t.q_in_regs = v; return t; }
+  constexpr Fa2TileSpec with_min_blocks(int v) const { Fa2TileSpec t = *this; t.min_blocks = v; return t; }
+  constexpr Fa2TileSpec with_prefetch(bool v = true) const { Fa2TileSpec t = *this; t.prefetch = v; return t; }
+  constexpr Fa2TileSpec with_early_v(bool v = true) const { Fa2TileSpec t = *this; t.early_v = v; return t; }
+  constexpr Fa2TileSpec with_prefetch_q(bool v = true) const { Fa2TileSpec t = *this; t.prefetch_q = v; return t; }
+  constexpr Fa2TileSpec with_stages(int v) const { Fa2TileSpec t = *this; t.stages = v; return t; }
 };
 
 // A row of the Hopper (sm_90a) table: the same kernel structure, with both products on the
 // warpgroup MMA (wgmma.mma_async m64nNk16). Each warpgroup of 4 warps owns 64 query rows (warp
-// w: rows 16 w..16 w + 15, one m-tile, as in the mma.sync layout) and all kBlockN keys; S = Q K^T
+// w: rows 16 w..16 w + 15, one m-tile, as in the mma.sync layout) and all block_n keys; S = Q K^T
 // reads Q and K from shared memory, O += P V takes P from registers and reads V transposed.
 // Q, K and V live in the 128-byte-swizzle layout wgmma reads (GmmaSw128Tile); no ldmatrix.
-template <int kWarpGroups_, int kBlockN_, int kMinBlocks_ = 1, int kStages_ = 0>
-struct Fa2WgmmaTile {
-  static constexpr int warps = 4 * kWarpGroups_;
-  static constexpr int m_tiles = 1;
-  static constexpr int block_n = kBlockN_;
-  static constexpr bool q_in_regs = false;
-  static constexpr int min_blocks = kMinBlocks_;
-  static constexpr bool prefetch = false;
-  static constexpr bool early_v = true;
-  static constexpr bool prefetch_q = false;
-  static constexpr int stages = kStages_;
-  static constexpr bool wgmma = true;
+constexpr Fa2TileSpec fa2_wgmma_tile(int warpgroups, int block_n) {
+  Fa2TileSpec t = Fa2TileSpec{}.with_warps(4 * warpgroups).with_m_tiles(1).with_block_n(block_n);
+  t.prefetch = false;
+  t.early_v = true;
+  t.prefetch_q = false;
+  t.wgmma = true;
+  return t;
+}
+
+// The mma.sync table, keyed by head dim (D = max(E, Ev) for unequal pairs): registers per thread
+// ~ 4 * m_tiles * (Dv / 8 + block_n / 8) fp32 accumulators (+ D / 4 with q_in_regs), kept under ~200
+// so nothing spills at 255. Two m-tiles with fragment prefetch win up to D = 128; above that the O
+// accumulator leaves no room for prefetch buffers (one m-tile, no prefetch); D = 320 and 384 narrow
+// the key tile to 32 and the ring to 2 stages. Each row's measurements: docs/tuning_fa2.md.
+constexpr Fa2TileSpec fa2_tile_sm80(int head_dim) {
+  const Fa2TileSpec t{};
+  if (head_dim <= 32) return t.with_warps(4).with_m_tiles(2).with_block_n(128).with_q_in_regs();
+  if (head_dim <= 64)
+    return t.with_warps(4).with_m_tiles(2).with_block_n(64).with_q_in_regs().with_min_blocks(2).with_early_v();
+  if (head_dim <= 96) return t.with_warps(4).with_m_tiles(2).with_block_n(64).with_early_v();
+  if (head_dim <= 128) return t.with_warps(4).with_m_tiles(2).with_block_n(64);
+  if (head_dim <= 192) return t.with_warps(4).with_m_tiles(1).with_block_n(64).with_prefetch(false).with_early_v();
+  if (head_dim <= 256) return t.with_warps(8).with_m_tiles(1).with_block_n(64).with_prefetch(false).with_early_v();
+  return t.with_warps(8).with_m_tiles(1).with_block_n(32).with_prefetch(false).with_early_v().with_stages(2);
+}
+
+// The Hopper table, keyed by head dim (D = max(E, Ev)). Without overlap of the softmax and the
+// tensor cores inside a warpgroup, residency decides: two blocks per SM (registers capped at 128
+// for 256 threads) win up to D = 128 even where ptxas spills a few bytes outside the MMA loop; 192
+// runs three warpgroups per block; past 256, P@V is two wgmmas (256 columns + the rest) and 384
+// narrows the key tile to 32. Each row's measurements: docs/tuning_fa2.md (runs 13-16).
+constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
+  if (head_dim <= 64) return fa2_wgmma_tile(1, 128).with_min_blocks(2);
+  if (head_dim <= 128) return fa2_wgmma_tile(2, 64).with_min_blocks(2);
+  if (head_dim <= 192) return fa2_wgmma_tile(3, 64);
+  if (head_dim <= 320) return fa2_wgmma_tile(2, 64);
+  return fa2_wgmma_tile(2, 32);
+}
+
+// A tile as a type, what Fa2Traits takes: any type with `static constexpr Fa2TileSpec value`.
+template <int kHeadDim, bool kWgmma>
+struct Fa2TableTile {
+  static constexpr Fa2TileSpec value = kWgmma ? fa2_tile_sm90(kHeadDim) : fa2_tile_sm80(kHeadDim);
 };
-
-// The FA-2 tile table, keyed by head dim (D = max(E, Ev) for unequal pairs).
-// Registers per thread ~ 4 * m_tiles * (Dv / 8 + block_n / 8) fp32 accumulators (+ D / 4 with
-// q_in_regs); kept under ~200 so nothing spills at 255.
-// Measured on an H100 (tools/tune_fa2.cu, 2026-11-21, bf16, B=1 H=32 N=8192 and B=8 H=16 N=2048;
-// runs 1-7 in docs/tuning_fa2.md). Two m-tiles per warp (each K/V fragment feeds two MMAs) with
-// fragment prefetch is the fastest shape up to D = 128, even where ptxas spills a few loop
-// invariants (D=128: 360 TFLOPS against 305 for 8 warps x 1 m-tile at 128 registers; D=32 with
-// Bc=128 spills 456 B and still runs 22% faster than the spill-free Bc=64). Above 128 the O
-// accumulator (D / 2 registers per thread at one m-tile) leaves no room for prefetch buffers:
-// one m-tile, no prefetch (prefetch there spills inside the MMA loop and runs ~6x slower).
-// Run 9 (session 5, tree-shaped row max/sum, ffpa/softmax.cuh): D = 64 takes Q in registers at 2
-// blocks per SM (293 vs 282), D = 192 loads V early (297 vs 290); all spill-free. D = 96 dropped
-// fragment prefetch in run 9 (326 vs 319) and took it back in run 11, once the compile-time ring
-// depth (run 10) had freed registers (335 vs 324).
-// D = 320 (tools/tune_fa2.cu run 8, docs/tuning_fa2.md): the O accumulator takes 160 registers, so
-// the key tile narrows to 32 and the ring to 2 stages to stay spill-free (268 TFLOPS after run 10;
-// Bc = 64 spills 40-60 B); it beats every FFPA L1 tile at 320 (181), which is why the auto path
-// sends D = 320 here. D = 384 takes the same row (246 against L1's ~200 in run 8, with 40 B of
-// spill; session 6 added the (384, 384) pair once the Hopper kernel ran it at 352).
-// Run 10 (one kernel per ring depth, K/V bases rebuilt per load instead of held): D = 64 282 ->
-// 307, 96 321 -> 330, 128 367 -> 382 (now spill-free), 192 291 -> 305, 320 253 -> 268.
 template <int kHeadDim>
-using Fa2TileFor = std::conditional_t<
-    (kHeadDim <= 32), Fa2Tile<4, 2, 128, true, 1>,
-    std::conditional_t<
-        (kHeadDim <= 64), Fa2Tile<4, 2, 64, true, 2, true, true>,
-        std::conditional_t<
-            (kHeadDim <= 96), Fa2Tile<4, 2, 64, false, 1, true, true>,
-            std::conditional_t<(kHeadDim <= 128), Fa2Tile<4, 2, 64, false, 1>,
-                               std::conditional_t<(kHeadDim <= 192), Fa2Tile<4, 1, 64, false, 1, false, true>,
-                                                  std::conditional_t<(kHeadDim <= 256), Fa2Tile<8, 1, 64, false, 1, false, true>,
-                                                                     Fa2Tile<8, 1, 32, false, 1, false, true, true, 2>>>>>>>;
-
-// The Hopper table, keyed by head dim (D = max(E, Ev)). Measured on an H200 (tools/tune_fa2.cu
-// -DTUNE_WGMMA, docs/tuning_fa2.md run 13, bf16 B=1 H=32 N=8192, TFLOPS against the mma.sync
-// table in the same run): 64 390 vs 307, 96 394 vs 327, 128 513 vs 372, 192 455 vs 296, 256 468
-// vs 307. Without overlap of the softmax and the tensor cores inside a warpgroup, residency
-// decides: two blocks per SM (registers capped at 128 for 256 threads) win up to D = 128 even
-// where ptxas spills a few bytes outside the MMA loop; 192 runs three warpgroups per block.
-// Past 256 (run 16), P@V is two wgmmas (256 columns + the rest): 320 keeps two warpgroups and
-// Bc = 64 (443 against 261 for the mma.sync tile and 362 for the less-spilling Bc = 32), 384
-// narrows to Bc = 32 (352 against 248). Both spill (104 / 120 B of stack) and are still the
-// fastest tiles measured there.
+using Fa2TileFor = Fa2TableTile<kHeadDim, false>;
 template <int kHeadDim>
-using Fa2WgmmaTileFor = std::conditional_t<
-    (kHeadDim <= 64), Fa2WgmmaTile<1, 128, 2>,
-    std::conditional_t<
-        (kHeadDim <= 128), Fa2WgmmaTile<2, 64, 2>,
-        std::conditional_t<(kHeadDim <= 192), Fa2WgmmaTile<3, 64, 1>,
-                           std::conditional_t<(kHeadDim <= 320), Fa2WgmmaTile<2, 64, 1>, Fa2WgmmaTile<2, 32, 1>>>>>;
+using Fa2WgmmaTileFor = Fa2TableTile<kHeadDim, true>;
+
+// Rows written positionally, for the tile sweeps of tools/tune_fa2.cu only (the tables above
+// name their fields).
+template <int kWarps, int kMTiles, int kBlockN, bool kQInRegs, int kMinBlocks = 1, bool kPrefetch = true,
+          bool kEarlyV = false, bool kPrefetchQ = true, int kStages = 0>
+struct Fa2Tile {
+  static constexpr Fa2TileSpec value = Fa2TileSpec{}
+                                           .with_warps(kWarps)
+                                           .with_m_tiles(kMTiles)
+                                           .with_block_n(kBlockN)
+                                           .with_q_in_regs(kQInRegs)
+                                           .with_min_blocks(kMinBlocks)
+                                           .with_prefetch(kPrefetch)
+                                           .with_early_v(kEarlyV)
+                                           .with_prefetch_q(kPrefetchQ)
+                                           .with_stages(kStages);
+};
+template <int kWarpGroups, int kBlockN, int kMinBlocks = 1, int kStages = 0>
+struct Fa2WgmmaTile {
+  static constexpr Fa2TileSpec value = fa2_wgmma_tile(kWarpGroups, kBlockN).with_min_blocks(kMinBlocks).with_stages(kStages);
+};
 
 template <typename Element_, int kHeadDim_, int kHeadDimV_, typename Cfg>
 struct Fa2Traits {
@@ -111,19 +116,20 @@ struct Fa2Traits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDimV_;
 
-  static constexpr int kWarps = Cfg::warps;
-  static constexpr int kMTiles = Cfg::m_tiles;
+  static constexpr Fa2TileSpec kTile = Cfg::value;
+  static constexpr int kWarps = kTile.warps;
+  static constexpr int kMTiles = kTile.m_tiles;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kWarpRows = 16 * kMTiles;
   static constexpr int kBlockM = kWarpRows * kWarps;
-  static constexpr int kBlockN = Cfg::block_n;
-  static constexpr bool kQInRegs = Cfg::q_in_regs;
-  static constexpr int kMinBlocks = Cfg::min_blocks;
-  static constexpr bool kPrefetch = Cfg::prefetch;
-  static constexpr bool kEarlyV = Cfg::early_v;
-  static constexpr bool kPrefetchQ = Cfg::prefetch_q;
-  static constexpr int kStages = Cfg::stages;  // 0: auto
-  static constexpr bool kWgmma = Cfg::wgmma;
+  static constexpr int kBlockN = kTile.block_n;
+  static constexpr bool kQInRegs = kTile.q_in_regs;
+  static constexpr int kMinBlocks = kTile.min_blocks;
+  static constexpr bool kPrefetch = kTile.prefetch;
+  static constexpr bool kEarlyV = kTile.early_v;
+  static constexpr bool kPrefetchQ = kTile.prefetch_q;
+  static constexpr int kStages = kTile.stages;  // 0: auto
+  static constexpr bool kWgmma = kTile.wgmma;
 
   static constexpr int kNTilesS = kBlockN / 8;     // m16n8 S tiles per m-tile
   static constexpr int kNTilesO = kHeadDimV / 8;   // m16n8 O tiles per m-tile
@@ -150,6 +156,8 @@ struct Fa2Traits {
   static_assert(kQBytes % 128 == 0 && kStageBytes % 128 == 0, "keep buffers 128-byte aligned");
   static_assert(!kWgmma || (kQBytes % 1024 == 0 && kStageBytes % 1024 == 0 && kMTiles == 1 && kWarps % 4 == 0),
                 "wgmma tiles: whole warpgroups of one m-tile per warp, 1024-byte aligned buffers");
+  static_assert(kWarps > 0 && kMTiles > 0 && kBlockN > 0 && kMinBlocks > 0, "a tile names its warps, m-tiles and keys");
+  static_assert(kStages == 0 || (kStages >= 1 && kStages <= 4), "ring depths are 1..4 (0: auto)");
   static_assert(kThreads <= 512, "at most 16 warps per block");
   static_assert(OTile::kBytes <= kQBytes + kStageBytes, "the O staging tile must fit the Q tile and one stage");
 };

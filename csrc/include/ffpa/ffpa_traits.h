@@ -32,78 +32,101 @@ using StageTile = std::conditional_t<
     kLayout == SmemLayout::kSwizzle, SwizzledTile<kRows, kCols>,
     std::conditional_t<kLayout == SmemLayout::kPad, PaddedTile<kRows, kCols>, SmemTile<kRows, kCols>>>;
 
-// One row of the tile table: how a block is cut. Warps form a kWarpsM x kWarpsN grid:
-//   Q@K^T : warp (wm, wn) owns S rows [16*wm, +16) and columns [wn*BlockN/kWarpsN, +BlockN/kWarpsN)
-//   P@V   : warp (wm, wn) owns O rows [16*wm, +16) and, in every kChunkD-wide slice of the head
-//           dim, columns [wn*kChunkD/kWarpsN, +kChunkD/kWarpsN)
-// chunk_d is the head-dim slice staged per pipeline step (a multiple of the 16-wide MMA k).
-// group_d (L2 only) is the width of the Dv group one block owns.
-// q_resident keeps the block's whole Q tile in shared memory, loaded once, instead of streaming
-// it with every K slice: a third less L2 traffic per KV tile, at the price of Br x D x 2 bytes of
-// shared memory (so no longer O(1) in D; a tuning variant, not the L1 default).
-// stages, when nonzero, is the ring depth auto calls use (else the deepest of 3, 2 that fits).
-template <int kWarpsM_, int kWarpsN_, int kBlockN_, int kChunkD_, bool kQResident_ = false, int kGroupD_ = 0,
-          int kMinBlocks_ = 1, SmemLayout kLayout_ = SmemLayout::kAuto, int kStages_ = 0>
-struct Tile {
-  static constexpr int warps_m = kWarpsM_;
-  static constexpr int warps_n = kWarpsN_;
-  static constexpr int block_n = kBlockN_;
-  static constexpr int chunk_d = kChunkD_;
-  static constexpr bool q_resident = kQResident_;
-  static constexpr int group_d = kGroupD_;
-  static constexpr int min_blocks = kMinBlocks_;  // blocks per SM the registers are capped for
-  static constexpr SmemLayout layout = kLayout_;   // staged slices: swizzled or padded rows
-  static constexpr int stages = kStages_;
+// One row of an FFPA tile table, by name: how a block is cut. Warps form a warps_m x warps_n grid:
+//   Q@K^T : warp (wm, wn) owns S rows [16*wm, +16) and columns [wn*block_n/warps_n, +block_n/warps_n)
+//   P@V   : warp (wm, wn) owns O rows [16*wm, +16) and, in every chunk_d-wide slice of the head
+//           dim, columns [wn*chunk_d/warps_n, +chunk_d/warps_n)
+// Host- and device-usable (constexpr).
+struct FfpaTileSpec {
+  int warps_m = 0, warps_n = 0;           // the warp grid
+  int block_n = 0;                        // keys per KV tile (Bc)
+  int chunk_d = 0;                        // head-dim slice staged per pipeline step (a multiple of 16)
+  bool q_resident = false;                // the whole Q tile stays in shared memory, loaded once, instead
+                                          // of streaming with every K slice: a third less L2 traffic per
+                                          // KV tile for Br x D x 2 bytes (no longer O(1) in D; tuning only)
+  int group_d = 0;                        // L2 only: width of the Dv group one block owns
+  int min_blocks = 1;                     // blocks per SM the registers are capped for (__launch_bounds__)
+  SmemLayout layout = SmemLayout::kAuto;  // staged slices: swizzled or padded rows
+  int stages = 0;                         // ring depth auto calls use; 0: the deepest of 3, 2 that fits
+
+  constexpr FfpaTileSpec with_warps(int m, int n) const { FfpaTileSpec t = *this; t.warps_m = m; t.warps_n = n; return t; }
+  constexpr FfpaTileSpec with_block_n(int v) const { FfpaTileSpec t = *this; t.block_n = v; return t; }
+  constexpr FfpaTileSpec with_chunk_d(int v) const { FfpaTileSpec t = *this; t.chunk_d = v; return t; }
+  constexpr FfpaTileSpec with_q_resident(bool v = true) const { FfpaTileSpec t = *this; t.q_resident = v; return t; }
+  constexpr FfpaTileSpec with_group_d(int v) const { FfpaTileSpec t = *this; t.group_d = v; return t; }
+  constexpr FfpaTileSpec with_min_blocks(int v) const { FfpaTileSpec t = *this; t.min_blocks = v; return t; }
+  constexpr FfpaTileSpec with_layout(SmemLayout v) const { FfpaTileSpec t = *this; t.layout = v; return t; }
+  constexpr FfpaTileSpec with_stages(int v) const { FfpaTileSpec t = *this; t.stages = v; return t; }
 };
 
-// The tile table for L1 (O accumulator in registers: per-thread O registers are
-// Dv / (2 * warps_n), so wide heads use Br = 32 and spread O over 4 warps along N).
-// Per head dim, the fastest spill-free tile measured by tools/tune_l1.cu (docs/tuning_l1.md): runs
-// 2-3 on an H200 (session 2), runs 7-8 on an H100 (session 4). Larger Bc and chunk_d mean more MMAs
-// per barrier, which is what this kernel's speed follows. Padded rows (SmemLayout::kPad) let the
-// 64-row 4x2 tiles fit at D = 384..512: the swizzle's per-k-step XOR addresses cost ptxas ~10-40
-// registers there and spilled (D = 384 4x2 Bc128 c192: 752 B swizzled, 0 padded), while with
-// padding every k-step's address is the same register plus an immediate. Run 8, H100, bf16,
-// N = 8192, against the session-3 table: 320 179 -> 183 (c160, padded by kAuto), 384 156 -> 195,
-// 448 136 -> 177, 512 161 -> 181 TFLOPS. Where a swizzled tile fits it stays (320 c64 swizzled
-// 179 vs padded 169; 1024 131 vs 118: fewer registers let ptxas hoist fewer fragment loads).
-// Run 14 (session 5): with the ring depth compiled in (L1's 2- and 3-stage kernels), 384 196 -> 206,
-// 448 177 -> 186, 512 182 -> 198, 640 163 -> 186, 768 140 -> 160, 1024 132 -> 155; D = 576 runs
-// 2 stages (190; its 3-stage kernel spills 88 B and runs 177).
-template <int kHeadDimV>
-using L1TileForDv = std::conditional_t<
-    (kHeadDimV == 320), Tile<4, 2, 128, 160>,
-    std::conditional_t<(kHeadDimV == 384), Tile<4, 2, 128, 128, false, 0, 1, SmemLayout::kPad>,
-    std::conditional_t<
-        (kHeadDimV == 448 || kHeadDimV == 512), Tile<4, 2, 128, 64, false, 0, 1, SmemLayout::kPad>,
-        std::conditional_t<
-            (kHeadDimV <= 512), Tile<4, 2, 64, 64>,
-            std::conditional_t<
-                (kHeadDimV == 576), Tile<2, 4, 128, 192, false, 0, 1, SmemLayout::kAuto, 2>,
-                std::conditional_t<
-                    (kHeadDimV == 640), Tile<2, 4, 128, 128>,
-                    std::conditional_t<(kHeadDimV == 768 || kHeadDimV == 960), Tile<2, 4, 64, 192>,
-                                       Tile<2, 4, 128, 64>>>>>>>>;
+// The L1 table (O accumulator in registers: Dv / (2 * warps_n) O registers per thread, so wide
+// heads use 32-row blocks and spread O over 4 warps along N), keyed by Dv: per head dim the fastest
+// spill-free tile measured by tools/tune_l1.cu. Larger Bc and chunk_d mean more MMAs per barrier,
+// which this kernel's speed follows; padded rows let the 64-row 4x2 tiles fit at 384..512 (the
+// swizzle's per-k-step addresses spilled there). Each row's measurements: docs/tuning_l1.md.
+constexpr FfpaTileSpec l1_tile_for_dv(int dv) {
+  const FfpaTileSpec t{};
+  if (dv == 320) return t.with_warps(4, 2).with_block_n(128).with_chunk_d(160);
+  if (dv == 384) return t.with_warps(4, 2).with_block_n(128).with_chunk_d(128).with_layout(SmemLayout::kPad);
+  if (dv == 448 || dv == 512) return t.with_warps(4, 2).with_block_n(128).with_chunk_d(64).with_layout(SmemLayout::kPad);
+  if (dv <= 512) return t.with_warps(4, 2).with_block_n(64).with_chunk_d(64);
+  if (dv == 576) return t.with_warps(2, 4).with_block_n(128).with_chunk_d(192).with_stages(2);
+  if (dv == 640) return t.with_warps(2, 4).with_block_n(128).with_chunk_d(128);
+  if (dv == 768 || dv == 960) return t.with_warps(2, 4).with_block_n(64).with_chunk_d(192);
+  return t.with_warps(2, 4).with_block_n(128).with_chunk_d(64);
+}
 
-// E != Ev (e.g. 576/512): the Dv entry when its slice width also divides E, else 64-wide slices.
-template <int kHeadDim, int kHeadDimV>
-using L1Tile = std::conditional_t<kHeadDim % L1TileForDv<kHeadDimV>::chunk_d == 0, L1TileForDv<kHeadDimV>,
-                                  std::conditional_t<(kHeadDimV <= 512), Tile<4, 2, 64, 64>, Tile<2, 4, 128, 64>>>;
+// E != Ev (e.g. 576/512): the Dv row when its slice width also divides E, else 64-wide slices.
+constexpr FfpaTileSpec l1_tile(int head_dim, int head_dim_v) {
+  const FfpaTileSpec row = l1_tile_for_dv(head_dim_v);
+  if (head_dim % row.chunk_d == 0) return row;
+  return head_dim_v <= 512 ? FfpaTileSpec{}.with_warps(4, 2).with_block_n(64).with_chunk_d(64)
+                           : FfpaTileSpec{}.with_warps(2, 4).with_block_n(128).with_chunk_d(64);
+}
 
 // L2: one tile at every head dim (registers and shared memory the same for all D): 64 x 128
 // tiles, 64-wide slices, 256-wide Dv groups (the last group of a Dv that 256 does not divide
 // is narrower; its block skips the missing slices).
-using L2Tile = Tile<4, 2, 128, 64, false, 256>;
-// L3: one tile at every head dim. Its speed follows FLOPs per byte of K/V and workspace traffic,
-// which grows with Bc: runs 5 and 10-12 (docs/tuning_l1.md) went from Bc = 64 (2 blocks/SM, ~57
-// TFLOPS) to 128 (~120-145) to 256 (~165-185 at D = 1024 and 2048, one block per SM). Bc = 256
-// needs padded rows (the swizzle's addresses spilled 248 B) and P read from shared memory per
-// k-step instead of 64 held registers (FfpaFwd::kHoldP).
-using L3Tile = Tile<4, 2, 256, 64, false, 0, 1, SmemLayout::kPad>;
+constexpr FfpaTileSpec l2_tile() { return FfpaTileSpec{}.with_warps(4, 2).with_block_n(128).with_chunk_d(64).with_group_d(256); }
 
+// L3: one tile at every head dim. Its speed follows FLOPs per byte of K/V and workspace traffic,
+// which grows with Bc (64 -> 128 -> 256 doubled it twice, docs/tuning_l1.md); Bc = 256 needs padded
+// rows (the swizzle's addresses spilled) and P read from shared memory per k-step (FfpaFwd::kHoldP).
+constexpr FfpaTileSpec l3_tile() {
+  return FfpaTileSpec{}.with_warps(4, 2).with_block_n(256).with_chunk_d(64).with_layout(SmemLayout::kPad);
+}
+
+constexpr FfpaTileSpec ffpa_tile(Level level, int head_dim, int head_dim_v) {
+  return level == Level::kL1 ? l1_tile(head_dim, head_dim_v) : level == Level::kL2 ? l2_tile() : l3_tile();
+}
+
+// A tile as a type, what FfpaTraits takes: any type with `static constexpr FfpaTileSpec value`.
 template <Level kLevel, int kHeadDim, int kHeadDimV>
-using FfpaTile = std::conditional_t<kLevel == Level::kL1, L1Tile<kHeadDim, kHeadDimV>,
-                                    std::conditional_t<kLevel == Level::kL2, L2Tile, L3Tile>>;
+struct FfpaTableTile {
+  static constexpr FfpaTileSpec value = ffpa_tile(kLevel, kHeadDim, kHeadDimV);
+};
+template <Level kLevel, int kHeadDim, int kHeadDimV>
+using FfpaTile = FfpaTableTile<kLevel, kHeadDim, kHeadDimV>;
+template <int kHeadDim, int kHeadDimV>
+using L1Tile = FfpaTableTile<Level::kL1, kHeadDim, kHeadDimV>;
+using L2Tile = FfpaTableTile<Level::kL2, 0, 0>;
+using L3Tile = FfpaTableTile<Level::kL3, 0, 0>;
+
+// Rows written positionally, for the tile sweeps of tools/tune_l1.cu only (the tables above name
+// their fields).
+template <int kWarpsM, int kWarpsN, int kBlockN, int kChunkD, bool kQResident = false, int kGroupD = 0,
+          int kMinBlocks = 1, SmemLayout kLayout = SmemLayout::kAuto, int kStages = 0>
+struct Tile {
+  static constexpr FfpaTileSpec value = FfpaTileSpec{}
+                                            .with_warps(kWarpsM, kWarpsN)
+                                            .with_block_n(kBlockN)
+                                            .with_chunk_d(kChunkD)
+                                            .with_q_resident(kQResident)
+                                            .with_group_d(kGroupD)
+                                            .with_min_blocks(kMinBlocks)
+                                            .with_layout(kLayout)
+                                            .with_stages(kStages);
+};
 
 template <typename Element_, int kHeadDim_, int kHeadDimV_, Level kLevel_, typename Cfg,
           AccMode kAcc_ = AccMode::kF32>
@@ -115,20 +138,21 @@ struct FfpaTraits {
   static constexpr AccMode kAcc = kAcc_;
   static constexpr bool kQKHalf = kAcc == AccMode::kF16;   // Q@K^T accumulates in fp16
   static constexpr bool kPVHalf = kAcc != AccMode::kF32;   // P@V accumulates in fp16
-  static constexpr int kMinBlocksPerSm = Cfg::min_blocks;  // __launch_bounds__ and default stages
-  static constexpr int kStages = Cfg::stages;               // 0: auto
+  static constexpr FfpaTileSpec kTile = Cfg::value;
+  static constexpr int kMinBlocksPerSm = kTile.min_blocks;  // __launch_bounds__ and default stages
+  static constexpr int kStages = kTile.stages;               // 0: auto
 
-  static constexpr int kWarpsM = Cfg::warps_m;
-  static constexpr int kWarpsN = Cfg::warps_n;
+  static constexpr int kWarpsM = kTile.warps_m;
+  static constexpr int kWarpsN = kTile.warps_n;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kBlockM = 16 * kWarpsM;
-  static constexpr int kBlockN = Cfg::block_n;
-  static constexpr int kChunkD = Cfg::chunk_d;
-  static constexpr bool kQResident = Cfg::q_resident;
+  static constexpr int kBlockN = kTile.block_n;
+  static constexpr int kChunkD = kTile.chunk_d;
+  static constexpr bool kQResident = kTile.q_resident;
 
   static constexpr int kChunksQK = kHeadDim / kChunkD;    // pipeline steps of Q@K^T per KV tile
   // Dv columns one block produces: all of Dv, or one group for L2 (kGroups blocks per row block).
-  static constexpr int kOutD = kLevel == Level::kL2 ? Cfg::group_d : kHeadDimV;
+  static constexpr int kOutD = kLevel == Level::kL2 ? kTile.group_d : kHeadDimV;
   static constexpr int kGroups = (kHeadDimV + kOutD - 1) / kOutD;
   static constexpr int kChunksV = kOutD / kChunkD;        // (at most) pipeline steps of P@V per KV tile
   static constexpr int kWarpColsS = kBlockN / kWarpsN;    // S columns per warp
@@ -141,8 +165,8 @@ struct FfpaTraits {
   // Shared memory: [resident Q, if kQResident] then a ring of kStages buffers, each holding a
   // (Q, K) slice pair (K alone when Q is resident) or a V slice (+ O slice for L3), then the P tile and the
   // cross-warp row-statistics exchange. Without kQResident none of it depends on D.
-  using QTile = StageTile<Cfg::layout, kBlockM, kChunkD>;
-  using KTile = StageTile<Cfg::layout, kBlockN, kChunkD>;
+  using QTile = StageTile<kTile.layout, kBlockM, kChunkD>;
+  using KTile = StageTile<kTile.layout, kBlockN, kChunkD>;
   using VTile = KTile;
   using PTile = SmemTile<kBlockM, kBlockN>;  // swizzled where conflict-free (Bc = 64, 128, 256), else padded
   static constexpr bool kSmemPadded = QTile::kAnyRowStep;  // padded rows (else swizzled)
@@ -164,9 +188,12 @@ struct FfpaTraits {
 
   static_assert(kHeadDim % kChunkD == 0 && kHeadDimV % kChunkD == 0,
                 "head dims must be multiples of the staged slice width");
-  static_assert(kLevel != Level::kL2 || (Cfg::group_d > 0 && Cfg::group_d % kChunkD == 0),
+  static_assert(kWarpsM > 0 && kWarpsN > 0 && kBlockN > 0 && kChunkD > 0 && kMinBlocksPerSm > 0,
+                "a tile names its warp grid, keys and slice width");
+  static_assert(kStages == 0 || (kStages >= 1 && kStages <= 4), "ring depths are 1..4 (0: auto)");
+  static_assert(kLevel != Level::kL2 || (kTile.group_d > 0 && kTile.group_d % kChunkD == 0),
                 "L2 needs a Dv group width that is a multiple of the slice width");
-  static_assert(kLevel == Level::kL2 || Cfg::group_d == 0, "group_d is an L2 tile parameter");
+  static_assert(kLevel == Level::kL2 || kTile.group_d == 0, "group_d is an L2 tile parameter");
   static_assert(kChunkD % 16 == 0 && kBlockN % 16 == 0, "MMA k-steps are 16 wide");
   static_assert(kNTilesS % 2 == 0 && kNTilesO % 2 == 0,
                 "ldmatrix.x4 feeds two n8 tiles: warp column spans must be multiples of 16");
