@@ -143,7 +143,8 @@ def extensions():
     families = env_list("FFPA_FAMILIES", []) or None
     generated = gen_instantiations.generate(ROOT / "csrc" / "generated", dims, dtypes, archs, VERSION,
                                             [ptx_arch(archs)], accs, families)
-    sources = ["csrc/ops/module.cpp", "csrc/ops/ffpa_ops.cpp", "csrc/launch/ffpa_fwd_dispatch.cpp",
+    sources = ["csrc/ops/module.cpp", "csrc/ops/registration.cpp", "csrc/ops/fwd.cpp", "csrc/ops/tensor_checks.cpp",
+               "csrc/launch/ffpa_fwd_dispatch.cpp",
                "csrc/launch/ffpa_heuristic.cpp",
                "csrc/launch/mask_block_map.cu"]
     sources += [os.path.relpath(p, ROOT) for p in generated]

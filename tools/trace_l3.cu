@@ -6,7 +6,7 @@
 //        -DTRACE_D=512 -gencode=arch=compute_90a,code=sm_90a -o build_tune/trace_l3 tools/trace_l3.cu
 //   build_tune/trace_l3 [N] [H] [causal] [counter: 1 = work counter (as the library), 0 = static stride]
 #include "tune_common.cuh"
-#include "ffpa/ffpa_traits.h"
+#include "ffpa/traits/ffpa_traits.h"
 #include "ffpa/kernels/ffpa_fwd_sm80.cuh"
 #include "launch/heuristics.h"
 

@@ -6,7 +6,7 @@
 //        -gencode=arch=compute_90a,code=sm_90a -o /tmp/tune_fa2 tools/tune_fa2.cu
 //   /tmp/tune_fa2 [B H N causal]      (default 1 32 8192 0)
 #include "tune_common.cuh"
-#include "ffpa/fa2_traits.h"
+#include "ffpa/traits/fa2_traits.h"
 #include "ffpa/kernels/fa2_fwd_sm90.cuh"
 
 struct Problem {

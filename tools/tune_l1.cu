@@ -7,7 +7,7 @@
 //        -gencode=arch=compute_90a,code=sm_90a -o build_tune/tune_l1 tools/tune_l1.cu
 //   build_tune/tune_l1 [N] [H]
 #include "tune_common.cuh"
-#include "ffpa/ffpa_traits.h"
+#include "ffpa/traits/ffpa_traits.h"
 #include "ffpa/kernels/ffpa_fwd_sm80.cuh"
 #include "launch/heuristics.h"
 

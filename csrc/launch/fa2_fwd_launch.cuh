@@ -5,7 +5,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "ffpa/fa2_traits.h"
+#include "ffpa/traits/fa2_traits.h"
 #include "ffpa/kernels/fa2_fwd_sm80.cuh"
 #if FFPA_HAS_SM90A
 #include "ffpa/kernels/fa2_fwd_sm90.cuh"

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cuda_runtime_api.h>
 
-#include "ffpa/ffpa_traits.h"
+#include "ffpa/traits/ffpa_traits.h"
 #include "ffpa/params.h"
 
 namespace ffpa::launch {
@@ -81,7 +81,7 @@ struct RouteQuery {
 // Null if not compiled.
 const RegistryEntry* route(const RouteQuery& q);
 
-// ---- attn_mask block map (see ffpa/mask.cuh) ----
+// ---- attn_mask block map (see ffpa/attn/mask.cuh) ----
 // Bytes of the block map for a mask of mask_batches x mask_heads over (len_q, len_kv), cut in
 // block_m x block_n tiles.
 int64_t block_map_bytes(int mask_batches, int mask_heads, int len_q, int len_kv, int block_m, int block_n);

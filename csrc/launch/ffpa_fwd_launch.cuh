@@ -4,7 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "ffpa/ffpa_traits.h"
+#include "ffpa/traits/ffpa_traits.h"
 #include "ffpa/kernels/ffpa_fwd_sm80.cuh"
 #include "launch/fwd_launcher.h"
 #include "launch/grid.cuh"

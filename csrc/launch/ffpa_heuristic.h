@@ -1,5 +1,5 @@
 // The runtime choice of FFPA level for level=0 (auto) calls, from the call's sizes. Tiles per level
-// come from the constexpr tables in ffpa/ffpa_traits.h and pipeline depth from launch/heuristics.h
+// come from the constexpr tables in ffpa/traits/ffpa_traits.h and pipeline depth from launch/heuristics.h
 // (shared memory per SM read off the device); this file picks the level.
 #pragma once
 #include "launch/ffpa_fwd.h"

@@ -4,7 +4,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
-#include "ffpa/ffpa_traits.h"
+#include "ffpa/traits/ffpa_traits.h"
 #include "ffpa/params.h"
 #include "launch/ffpa_fwd.h"
 

@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "ffpa/constants.h"
-#include "ffpa/mask.cuh"
+#include "ffpa/attn/mask.cuh"
 #include "ffpa/params.h"
 
 namespace ffpa::launch {

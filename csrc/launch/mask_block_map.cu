@@ -1,4 +1,4 @@
-// Launch of the attn_mask block-map pre-pass (kernel in ffpa/mask.cuh): one small block per
+// Launch of the attn_mask block-map pre-pass (kernel in ffpa/attn/mask.cuh): one small block per
 // (mask batch, mask head, query block, key block) tile. Torch-free.
 #include "ffpa/constants.h"
 #include "ffpa/kernels/mask_block_map.cuh"

@@ -1,4 +1,4 @@
-// The Python module ffpa_attn._C: importing it registers the ops (TORCH_LIBRARY in ffpa_ops.cpp)
+// The Python module ffpa_attn._C: importing it registers the ops (TORCH_LIBRARY in registration.cpp)
 // and exposes what this build contains and how each kernel would be launched.
 #include <cuda_runtime_api.h>
 #include <pybind11/pybind11.h>

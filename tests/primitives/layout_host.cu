@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "ffpa/ptx/wgmma.cuh"
-#include "ffpa/smem_tile.cuh"
+#include "ffpa/tile/smem_tile.cuh"
 
 namespace {
 

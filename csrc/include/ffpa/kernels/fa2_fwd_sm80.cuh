@@ -7,11 +7,11 @@
 #include <math_constants.h>
 
 #include "ffpa/constants.h"
-#include "ffpa/fa2_traits.h"
-#include "ffpa/mask.cuh"
-#include "ffpa/numeric.cuh"
+#include "ffpa/traits/fa2_traits.h"
+#include "ffpa/attn/mask.cuh"
+#include "ffpa/tile/numeric.cuh"
 #include "ffpa/params.h"
-#include "ffpa/softmax.cuh"
+#include "ffpa/attn/softmax.cuh"
 #include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/ptx/math.cuh"

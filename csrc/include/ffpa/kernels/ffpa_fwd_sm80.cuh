@@ -7,15 +7,15 @@
 #include <math_constants.h>
 
 #include "ffpa/constants.h"
-#include "ffpa/accum.cuh"
-#include "ffpa/ffpa_traits.h"
-#include "ffpa/mask.cuh"
-#include "ffpa/numeric.cuh"
+#include "ffpa/tile/accum.cuh"
+#include "ffpa/traits/ffpa_traits.h"
+#include "ffpa/attn/mask.cuh"
+#include "ffpa/tile/numeric.cuh"
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/ptx/math.cuh"
-#include "ffpa/smem_tile.cuh"
+#include "ffpa/tile/smem_tile.cuh"
 
 namespace ffpa::attn {
 

@@ -2,7 +2,7 @@
 // the forward kernels skip fully masked tiles and read the mask only where a tile is mixed.
 // A non-template kernel: included by exactly one translation unit (csrc/launch/mask_block_map.cu).
 #pragma once
-#include "ffpa/mask.cuh"
+#include "ffpa/attn/mask.cuh"
 
 namespace ffpa::attn {
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <type_traits>
 
-#include "ffpa/smem_tile.cuh"
+#include "ffpa/tile/smem_tile.cuh"
 
 namespace ffpa {
 

@@ -1,4 +1,5 @@
-// Declarations of the torch-facing op implementations (csrc/ops/*.cpp).
+// Declarations of the torch-facing op implementations, one file each (fwd.cpp), registered in
+// registration.cpp; tensor_checks.h holds the argument checks they share.
 #pragma once
 #include <ATen/ATen.h>
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cuda_fp16.h>
 
-#include "ffpa/numeric.cuh"
+#include "ffpa/tile/numeric.cuh"
 #include "ffpa/ptx/mma.cuh"
 
 namespace ffpa {

@@ -1,83 +1,19 @@
-// The torch contract of ffpa_attn: op schemas (TORCH_LIBRARY), CUDA implementations, argument
-// checks with messages naming the argument, output allocation, stream and device guard, and the
-// translation tensor -> FwdParams, cudaError_t -> TORCH_CHECK. The only layer that includes torch.
+// The forward op: argument checks, output allocation, stream and device guard, the translation
+// tensors -> FwdParams, the mask block map and the L3 workspace, and cudaError_t -> TORCH_CHECK.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
 
 #include <cmath>
-#include <string>
 #include <tuple>
 
 #include "ffpa/constants.h"
 #include "launch/ffpa_fwd.h"
 #include "launch/heuristics.h"
-#include "ops/ffpa_ops.h"
+#include "ops/ops.h"
+#include "ops/tensor_checks.h"
 
 namespace ffpa::ops {
-
-namespace {
-
-// Numbers in messages go through std::to_string (snprintf), never std::ostream's numeric
-// insertion: with the GPU machine's g++ (/opt/gcc) ostream-formatted integers inside this
-// extension crashed while TORCH_CHECK built its message, while strings were fine.
-std::string num(int64_t x) { return std::to_string(x); }
-std::string num(double x) { return std::to_string(x); }
-std::string shape(at::IntArrayRef sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
-
-launch::DType to_dtype(at::ScalarType t) {
-  if (t == at::kHalf) return launch::DType::kFloat16;
-  TORCH_CHECK(t == at::kBFloat16, "ffpa_fwd: no kernel takes ", t, " inputs (float16 and bfloat16 only)");
-  return launch::DType::kBFloat16;
-}
-
-void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q) {
-  TORCH_CHECK(t.is_cuda(), "ffpa_fwd: `", name, "` must be a CUDA tensor, got device ", t.device().str());
-  TORCH_CHECK(t.device() == q.device(), "ffpa_fwd: `", name, "` must be on ", q.device().str(), " like `query`, got ",
-              t.device().str());
-  TORCH_CHECK(t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16, "ffpa_fwd: `", name,
-              "` must be float16 or bfloat16, got ", t.scalar_type());
-  TORCH_CHECK(t.scalar_type() == q.scalar_type(), "ffpa_fwd: `", name, "` must have the dtype of `query` (",
-              q.scalar_type(), "), got ", t.scalar_type());
-  TORCH_CHECK(t.dim() == expect_dim, "ffpa_fwd: `", name, "` must be ", num(expect_dim),
-              "-D (batch, heads, seq, head_dim), got ", num(t.dim()), "-D with shape ", shape(t.sizes()));
-  TORCH_CHECK(t.stride(-1) == 1, "ffpa_fwd: `", name, "` must have a contiguous last dimension (stride 1), got stride ",
-              num(t.stride(-1)));
-  for (int d = 0; d < 3; ++d)
-    TORCH_CHECK(t.size(d) <= 1 || t.stride(d) % 8 == 0, "ffpa_fwd: `", name, "` stride of dim ", num(int64_t{d}),
-                " must be a multiple of 8 elements for 16-byte loads, got ", num(t.stride(d)));
-  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "ffpa_fwd: `", name,
-              "` data pointer must be 16-byte aligned");
-}
-
-// attn_mask: 4-D, every dim 1 or the full size, bool or a float kind; any strides.
-MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t Hq, int64_t L, int64_t S) {
-  TORCH_CHECK(m.device() == q.device(), "ffpa_fwd: `attn_mask` must be on ", q.device().str(), " like `query`, got ",
-              m.device().str());
-  TORCH_CHECK(m.dim() == 4, "ffpa_fwd: `attn_mask` must be 4-D (batch, heads, L, S) with each dim 1 or full, got ",
-              num(m.dim()), "-D with shape ", shape(m.sizes()));
-  const int64_t full[4] = {B, Hq, L, S};
-  const char* names[4] = {"batch", "heads", "L", "S"};
-  for (int d = 0; d < 4; ++d)
-    TORCH_CHECK(m.size(d) == 1 || m.size(d) == full[d], "ffpa_fwd: `attn_mask` dim ", num(int64_t{d}), " (", names[d],
-                ") must be 1 or ", num(full[d]), ", got shape ", shape(m.sizes()));
-  switch (m.scalar_type()) {
-    case at::kBool: return MaskKind::kBool;
-    case at::kHalf: return MaskKind::kFloat16;
-    case at::kBFloat16: return MaskKind::kBFloat16;
-    case at::kFloat: return MaskKind::kFloat32;
-    default:
-      TORCH_CHECK(false, "ffpa_fwd: `attn_mask` must be bool, float16, bfloat16 or float32, got ", m.scalar_type());
-  }
-  return MaskKind::kNone;
-}
-
-}  // namespace
 
 std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                  const std::optional<at::Tensor>& attn_mask, double scale,
@@ -196,11 +132,3 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
 }
 
 }  // namespace ffpa::ops
-
-TORCH_LIBRARY(ffpa_attn, m) {
-  m.def(
-      "ffpa_fwd(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float scale, bool is_causal, "
-      "bool causal_bottom_right, int level, int acc, int num_stages) -> (Tensor out, Tensor lse)");
-}
-
-TORCH_LIBRARY_IMPL(ffpa_attn, CUDA, m) { m.impl("ffpa_fwd", &ffpa::ops::ffpa_fwd_cuda); }

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "ffpa/smem_tile.cuh"
+#include "ffpa/tile/smem_tile.cuh"
 
 namespace ffpa {
 

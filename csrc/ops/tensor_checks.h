@@ -1,0 +1,31 @@
+// Tensor checks and message helpers of the ops layer: every argument problem a TORCH_CHECK naming
+// the argument, what was expected and what came. Torch-facing; used by the op files (fwd.cpp).
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ffpa/params.h"
+#include "launch/ffpa_fwd.h"
+
+namespace ffpa::ops {
+
+// Numbers in messages go through std::to_string (snprintf), never std::ostream's numeric
+// insertion: with the GPU machine's g++ (/opt/gcc) ostream-formatted integers inside this
+// extension crashed while TORCH_CHECK built its message, while strings were fine.
+std::string num(int64_t x);
+std::string num(double x);
+std::string shape(at::IntArrayRef sizes);
+
+// The kernels' element type of a tensor dtype; a clear error for any dtype no kernel takes.
+launch::DType to_dtype(at::ScalarType t);
+
+// q / k / v: a CUDA fp16/bf16 tensor on q's device, of q's dtype, expect_dim-D, last dim
+// contiguous, other strides and the data pointer fit for 16-byte loads.
+void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q);
+
+// attn_mask: 4-D, every dim 1 or the full size (B, Hq, L, S), bool or a float kind; any strides.
+MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t Hq, int64_t L, int64_t S);
+
+}  // namespace ffpa::ops
