@@ -263,3 +263,19 @@ def test_grid_limit_is_the_one_the_routing_uses():
 
     limit = ffpa_attn.build_info()["limits"]["max_grid_yz"]
     assert limit == _routing._MAX_GRID_YZ == _routing._MAX_HEADS == _routing._MAX_MASK_SLICES == 65535
+
+
+def test_manifest_registry_lists_every_compiled_kernel():
+    """build_info()["registry"] (from tools/family_spec.py) has one entry per compiled kernel and
+    agrees with the per-family summaries: the same (E, Ev) pairs and accumulation modes."""
+    info = ffpa_attn.build_info()
+    reg = info["registry"]
+    assert reg and len({(e["family"], e["dtype"], e["acc"], e["E"], e["Ev"]) for e in reg}) == len(reg)
+    for family in info["families"]:
+        entries = [e for e in reg if e["family"] == family]
+        assert {(e["E"], e["Ev"]) for e in entries} == set(_pairs(family)), family
+        for dt, accs in info["accs"][family].items():
+            assert sorted({e["acc"] for e in entries if e["dtype"] == dt}) == accs, (family, dt)
+        assert {e["level"] for e in entries} == ({0} if family == "fa2" else {int(family[-1])})
+        assert {e["auto"] for e in entries} == ({"first"} if family == "fa2" else {"heuristic"})
+        assert {e["op"] for e in entries} == {"fwd"}

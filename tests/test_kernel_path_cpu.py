@@ -13,6 +13,8 @@ No GPU and no compiled extension needed: the mock pretends CPU is a supported de
 
 import math
 import re
+import sys
+from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -21,6 +23,9 @@ import torch
 import ffpa_attn
 from _cpu_helpers import SDPA, TOL, fallback_warnings, ref_attention, rn
 from ffpa_attn import FFPAUnsupportedError, _masks, _ops, _routing
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from family_spec import FAMILIES, family_accs  # noqa: E402  (the families the build has)
 
 # ====================================================== the mocked C++ op
 MOCK_CALLS: list = []
@@ -34,11 +39,11 @@ MOCK_PAIRS = {
     "ffpa_l3": frozenset({(64, 64), (128, 128)}),
 }
 MOCK_ACCS = {
-    (f, dt): frozenset({"fp32"} if f == "fa2" or dt == "bfloat16" else {"fp32", "fp16", "mixed"})
+    (f, dt): frozenset(family_accs(f, {"float16": "fp16", "bfloat16": "bf16"}[dt]))
     for f in MOCK_PAIRS for dt in ("float16", "bfloat16")
 }
 MOCK_COMPILED = "fa2: 8, 16, 32 and E/Ev 48/32; ffpa_l1: 64; ffpa_l2: 64; ffpa_l3: 64, 128"
-_FAMILY_LEVEL = {"ffpa_l1": 1, "ffpa_l2": 2, "ffpa_l3": 3}
+_FAMILY_LEVEL = {f.name: f.level for f in FAMILIES if f.level}
 _MASK_DTYPES = (torch.bool, torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -60,16 +65,19 @@ def _check_mask(m, q, k):
 
 
 def _mock_family(E, Ev, level, acc):
-    """The C++ route(): FA-2 for auto fp32 calls where compiled, else the forced level, else
-    the first compiled FFPA level (the real heuristic's default where L1 exists)."""
+    """The C++ route(), from tools/family_spec.py: a forced level runs that level's family; an auto
+    call takes an "auto: first" family that has the pair (FA-2; fp32 accumulation only), else the
+    first "auto: heuristic" family that has it (the real heuristic's default where L1 exists)."""
     assert acc in (0, 1, 2, 3), acc
-    if level == 0 and acc in (0, 1) and (E, Ev) in MOCK_PAIRS["fa2"]:
-        return "fa2"
     assert level in (0, 1, 2, 3), level
-    names = {1: "ffpa_l1", 2: "ffpa_l2", 3: "ffpa_l3"}
-    for family in ([names[level]] if level else list(names.values())):
-        if (E, Ev) in MOCK_PAIRS[family]:
-            return family
+    if level:
+        candidates = [f for f in FAMILIES if f.level == level]
+    else:
+        candidates = [f for f in FAMILIES if f.auto == "first" and acc in (0, 1)]
+        candidates += [f for f in FAMILIES if f.auto == "heuristic"]
+    for family in candidates:
+        if (E, Ev) in MOCK_PAIRS[family.name]:
+            return family.name
     raise AssertionError(f"head dims {(E, Ev)} not compiled for level {level}")
 
 
