@@ -8,6 +8,7 @@ Flash Prefill Attention -- for large head dims), usable as a drop-in for
     out = ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right")  # prefill
     out, lse = ffpa_attn.forward(q, k, v, return_lse=True)     # plus natural-log LSE
     out, lse = ffpa_attn.merge_states([o1, o2], [lse1, lse2])  # attention over both key sets
+    out = ffpa_attn.decode(q, k_cache, v_cache, cache_seqlens=lens)   # (B, Lq<=32, H, D) vs a KV cache
     with ffpa_attn.sdpa_patched():                              # route F.sdpa through it
         model(x)
 
@@ -17,6 +18,7 @@ fall back to torch SDPA with a one-time ``FFPAFallbackWarning`` per reason.
 
 __version__ = "0.1.0"  # keep first: _ops reads it while the package is importing
 
+from ._decode import decode
 from ._merge import merge_states
 from ._ops import build_info, extension_available, get_fa2_mma, set_fa2_mma
 from .errors import (
@@ -41,6 +43,7 @@ __all__ = [
     "__version__",
     "forward",
     "merge_states",
+    "decode",
     "scaled_dot_product_attention",
     "patch_sdpa",
     "unpatch_sdpa",
