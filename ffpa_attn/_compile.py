@@ -11,7 +11,7 @@ run time is what dynamo keeps), before any kernel of the call could run.
 
 from __future__ import annotations
 
-from typing import Tuple, Union
+from typing import Any, Callable, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -53,3 +53,14 @@ def raise_in_graph(err: FFPAError, query: object, return_lse: bool) -> Union[Ten
     if not return_lse:
         return out
     return out, (out[..., 0] if out.dim() else out).float()
+
+
+def keep_error_classes(fn: Callable[..., Any], args: tuple, anchor: object, pair: bool) -> Any:
+    """``fn(*args)``; while tracing, an FFPA error it raises becomes :func:`raise_in_graph` (the
+    entry points forward, decode and merge_states share this)."""
+    if not torch.compiler.is_compiling():
+        return fn(*args)
+    try:
+        return fn(*args)
+    except FFPAError as err:
+        return raise_in_graph(err, anchor, pair)

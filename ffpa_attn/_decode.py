@@ -28,9 +28,9 @@ from typing import Optional, Tuple, Union
 import torch
 from torch import Tensor
 
-from ._compile import raise_in_graph
+from ._compile import keep_error_classes
 from ._validate import _show
-from .errors import FFPAError, FFPATypeError, FFPAValueError
+from .errors import FFPATypeError, FFPAValueError
 from .interface import forward
 
 __all__ = ["decode", "MAX_DECODE_QUERIES", "PAGE_SIZES"]
@@ -184,9 +184,4 @@ def decode(
     naming them, also under ``torch.compile(fullgraph=True)``.
     """
     args = (q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, return_lse, num_splits, strict)
-    if torch.compiler.is_compiling():
-        try:
-            return _decode(*args)
-        except FFPAError as err:
-            return raise_in_graph(err, q, return_lse)
-    return _decode(*args)
+    return keep_error_classes(_decode, args, q, return_lse)

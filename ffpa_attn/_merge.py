@@ -20,8 +20,8 @@ from typing import Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from ._compile import raise_in_graph
-from .errors import FFPAError, FFPATypeError, FFPAValueError
+from ._compile import keep_error_classes
+from .errors import FFPATypeError, FFPAValueError
 
 __all__ = ["merge_states"]
 
@@ -75,12 +75,7 @@ def merge_states(
     Bad arguments raise ``FFPATypeError`` / ``FFPAValueError`` naming them, also under
     ``torch.compile(fullgraph=True)`` (when the compiled code runs, as ``forward``'s errors).
     """
-    if torch.compiler.is_compiling():
-        try:
-            return _merge(outs, lses)
-        except FFPAError as err:
-            return raise_in_graph(err, _first_tensor(outs), True)
-    return _merge(outs, lses)
+    return keep_error_classes(_merge, (outs, lses), _first_tensor(outs), True)
 
 
 def _merge(outs, lses) -> Tuple[Tensor, Tensor]:

@@ -41,9 +41,8 @@ from ._validate import (
     _tname,
     _validate,
 )
-from ._compile import raise_in_graph
+from ._compile import keep_error_classes
 from .errors import (
-    FFPAError,
     FFPAFallbackWarning,
     FFPATypeError,
     FFPAUnsupportedError,
@@ -82,7 +81,7 @@ def _fallback_notice(reason: str, strict: bool) -> None:
         "ffpa_attn: falling back to torch.nn.functional.scaled_dot_product_attention: "
         f"{reason} (warned once per reason; pass strict=True to raise instead)",
         FFPAFallbackWarning,
-        stacklevel=4,  # _fallback_notice <- _forward <- forward <- the caller
+        stacklevel=5,  # _fallback_notice <- _forward <- keep_error_classes <- forward <- the caller
     )
 
 
@@ -309,12 +308,7 @@ def forward(
     """
     args = (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
             return_lse, strict, level, acc, num_stages)
-    if torch.compiler.is_compiling():
-        try:
-            return _forward(*args)
-        except FFPAError as err:
-            return raise_in_graph(err, query, return_lse)
-    return _forward(*args)
+    return keep_error_classes(_forward, args, query, return_lse)
 
 
 def _forward(
