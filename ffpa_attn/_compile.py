@@ -1,12 +1,13 @@
 """Errors that keep their class under ``torch.compile(fullgraph=True)``.
 
-Dynamo traces ``ffpa_attn.forward``; an exception our validation raises while tracing has no
-handler inside the compiled region, and dynamo turns it into ``torch._dynamo.exc.Unsupported``
-("Observed exception") under ``fullgraph=True``: ``except ValueError`` / ``except
-NotImplementedError`` would no longer catch what eager raises. So while compiling, ``forward``
-catches its own errors and puts :func:`raise_error` into the graph instead: an opaque op that
-raises the same class with the same message when the compiled code runs (an op that raises at
-run time is what dynamo keeps), before any kernel of the call could run.
+Dynamo traces ``forward`` (and ``decode``, ``merge_states``); an exception our validation raises
+while tracing has no handler inside the compiled region, and dynamo turns it into
+``torch._dynamo.exc.Unsupported`` ("Observed exception") under ``fullgraph=True``: ``except
+ValueError`` / ``except NotImplementedError`` would no longer catch what eager raises. So while
+compiling, the entry points (through :func:`keep_error_classes`) catch their own errors and put the
+``ffpa_attn::raise_error`` op into the graph instead: an opaque op that raises the same class with
+the same message when the compiled code runs (an op that raises at run time is what dynamo keeps),
+before any kernel of the call could run.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _raise_error_fake(anchor: Tensor, kind: str, message: str, reason: str) -> T
 
 
 def raise_in_graph(err: FFPAError, query: object, return_lse: bool) -> Union[Tensor, Tuple[Tensor, Tensor]]:
-    """What ``forward`` returns, while tracing, instead of raising ``err``: the graph raises it."""
+    """What an entry point returns, while tracing, instead of raising ``err``: the graph raises it."""
     anchor = query if isinstance(query, Tensor) else torch.empty(0)
     args = err.args  # str(err) is C code for these classes, which dynamo cannot trace
     out = _raise_error(anchor, type(err).__name__, str(args[0]) if args else "",
