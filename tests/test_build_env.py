@@ -3,7 +3,6 @@ and nvcc so every branch runs on any machine: the archs built by default (the vi
 all), and a clear SystemExit, naming both sides, for each toolchain mismatch."""
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from pathlib import Path
