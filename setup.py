@@ -10,7 +10,7 @@ Environment knobs:
   FFPA_DTYPES      comma list out of fp16,bf16, default both
   FFPA_ACCS        comma list out of fp32,fp16,mixed (MMA accumulation; fp16/mixed are built for
                    fp16 inputs of the FFPA families only), default all
-  FFPA_FAMILIES    comma list out of fa2,ffpa_l1,ffpa_l2,ffpa_l3, default all
+  FFPA_FAMILIES    comma list out of fa2,ffpa_l1,ffpa_l2,ffpa_l3,decode, default all
   FFPA_PTXAS_VERBOSE=1   pass -Xptxas -v (register / shared-memory / spill report per kernel)
   MAX_JOBS         parallel compile jobs (ninja)
 
@@ -72,7 +72,8 @@ def extensions():
     families = env_list("FFPA_FAMILIES", []) or None
     generated = gen_instantiations.generate(ROOT / "csrc" / "generated", dims, dtypes, archs, VERSION,
                                             [ptx_arch(archs)], accs, families)
-    sources = ["csrc/ops/module.cpp", "csrc/ops/registration.cpp", "csrc/ops/fwd.cpp", "csrc/ops/tensor_checks.cpp",
+    sources = ["csrc/ops/module.cpp", "csrc/ops/registration.cpp", "csrc/ops/fwd.cpp", "csrc/ops/decode.cpp",
+               "csrc/ops/tensor_checks.cpp",
                "csrc/launch/ffpa_fwd_dispatch.cpp",
                "csrc/launch/ffpa_heuristic.cpp",
                "csrc/launch/mask_block_map.cu"]

@@ -7,6 +7,7 @@ Run from the repository root::
     python bench/bench.py --quick --check --gen-bench --plot
     python bench/bench.py --preset fa2 --dtype bf16 fp16 --causal-both --check --gen-bench
     python bench/bench.py --mask blocksparse --D 128 256 512 --gen-bench
+    python bench/bench.py --preset decode --dtype bf16 fp16 --gen-bench   # bench_decode.py
     python bench/bench.py --from-json bench/out/bench.json --gen-bench --plot   # no GPU
 
 Owns main() and the GPU timing loop; the flags are in bench_cli.py, kernel names, FLOP
@@ -134,6 +135,13 @@ def main(argv=None) -> int:
         write_outputs(data, args.out_dir, gen_bench=gen, plot=plot)
         return 0
 
+    if args.preset == "decode":  # its own sweep and table (bench_decode.py)
+        import bench_decode
+
+        argv2 = ["--dtype", *args.dtype, "--out-dir", args.out_dir] + (["--gen-bench"] if args.gen_bench else [])
+        argv2 += (["--warmup", str(args.warmup)] if args.warmup is not None else [])
+        argv2 += (["--iters", str(args.iters)] if args.iters is not None else [])
+        return bench_decode.main(argv2)
     args = resolve_args(args)
     if args.stages:  # forced pipeline depths: ffpa_lX_sN variants of every requested level
         args.kernels = list(args.kernels) + [f"{k}_s{n}" for k in args.kernels if _VARIANT.match(f"{k}_s1")

@@ -1,11 +1,14 @@
 """``ffpa_attn.decode``: a few query rows against a KV cache, contiguous or paged, in the layout
 serving frameworks use (flash-attn's ``flash_attn_with_kvcache``).
 
-Today every call runs ``forward`` on the cache with a key-padding (and bottom-right causal) mask:
-our prefill kernels on the GPU, torch SDPA elsewhere; a paged cache is gathered into a contiguous
-copy first, and with ``cache_seqlens`` the keys and values past each length are zeroed in a copy
-(whatever they hold, NaN included, cannot reach the output). The split-KV decode kernel family will take these calls over without changing this API
-(issue: split-KV decode). Shapes and semantics:
+On a CUDA build with the decode family compiled for the dtype and head dims, the call runs the
+split-KV decode kernel (csrc/include/ffpa/kernels/decode_sm80.cuh) straight on the cache: pages
+read through the table, each sequence to its own length, GQA heads packed so each K/V byte is read
+once, no host-device sync (CUDA-graph capturable). Elsewhere it runs ``forward`` on the cache with a
+key-padding (and bottom-right causal) mask: a paged cache is gathered into a contiguous copy first,
+and with ``cache_seqlens`` the keys and values past each length are zeroed in a copy (whatever
+they hold, NaN included, cannot reach the output); on the GPU that path warns once. Shapes and
+semantics:
 
 * ``q`` ``(B, Lq, Hq, D)`` with ``1 <= Lq <= 32``; the cache ``(B, S, Hkv, D)`` / ``(B, S, Hkv, Dv)``,
   or with ``block_table`` ``(B, max_pages)`` int32 a page pool ``(num_pages, page_size, Hkv, D)``
@@ -13,29 +16,35 @@ copy first, and with ``cache_seqlens`` the keys and values past each length are 
   (``page_size`` a multiple of 16 in 16..256).
 * ``cache_seqlens`` ``(B,)`` int32: sequence ``b`` has that many keys (default: the whole cache);
   ``0`` gives output 0 and LSE ``-inf``.
-* ``causal``: bottom-right per sequence: query ``i`` sees keys ``j <= seqlen - Lq + i``.
+* ``causal``: bottom-right per sequence: query ``i`` sees keys ``j <= seqlen - Lq + i``; a query
+  that sees no key gets output 0 and LSE ``-inf``.
 * Returns ``out`` ``(B, Lq, Hq, Dv)`` in q's dtype (and ``lse`` ``(B, Hq, Lq)`` float32, natural log).
 
 Values inside ``cache_seqlens`` / ``block_table`` are not checked (that would need a host-device
-sync); ``FFPA_DEBUG_CHECKS=1`` checks them (page indices in range, lengths within the cache).
+sync; the kernel clamps lengths to the cache): ``FFPA_DEBUG_CHECKS=1`` checks them (page indices
+in range, lengths within the cache).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import warnings
 from typing import Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 
+from . import _decode_ops, _ops, _routing
 from ._compile import keep_error_classes
 from ._validate import _show
-from .errors import FFPATypeError, FFPAValueError
+from .errors import FFPAFallbackWarning, FFPATypeError, FFPAValueError
 from .interface import forward
 
 __all__ = ["decode", "MAX_DECODE_QUERIES", "PAGE_SIZES"]
 
 MAX_DECODE_QUERIES = 32
+MAX_SPLITS = 128  # csrc/launch/heuristics.h kMaxDecodeSplits
 PAGE_SIZES = tuple(range(16, 257, 16))
 
 
@@ -73,8 +82,9 @@ def _validate(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, re
         raise FFPATypeError(_err(f"argument 'scale' must be a float or None, got {type(scale).__name__}"))
     if type(strict) is not bool:
         raise FFPATypeError(_err(f"argument 'strict' must be a bool, got {_show(strict)}"))
-    if num_splits is not None and (type(num_splits) is not int or num_splits < 1):
-        raise FFPAValueError(_err(f"argument 'num_splits' must be None (auto) or an int >= 1, got {_show(num_splits)}"))
+    if num_splits is not None and (type(num_splits) is not int or not 1 <= num_splits <= MAX_SPLITS):
+        raise FFPAValueError(_err(f"argument 'num_splits' must be None (auto) or an int in 1..{MAX_SPLITS}, got "
+                                  f"{_show(num_splits)}"))
     if not q.is_floating_point():
         raise FFPATypeError(_err(f"argument 'q' must be floating point, got {q.dtype}"))
     for name, t in (("k_cache", k), ("v_cache", v)):
@@ -131,10 +141,48 @@ def _debug_checks(k, cache_seqlens, block_table, capacity) -> None:
                                       "per sequence (FFPA_DEBUG_CHECKS)"))
 
 
+_DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
+_warned: set = set()
+
+
+def kernel_reason(q: Tensor, k_cache: Tensor, v_cache: Tensor) -> Optional[str]:
+    """Why the decode kernel cannot run this (validated) call, ``None`` when it can."""
+    if not _decode_ops.available():
+        return "the decode op is not in this build"
+    env = _routing._environment_reason(q.device)
+    if env is not None:
+        return env
+    if q.dtype not in _DTYPE_NAMES or _DTYPE_NAMES[q.dtype] not in _ops.built_dtypes():
+        return f"dtype {q.dtype} is not compiled for the decode kernel"
+    pair = (q.shape[-1], v_cache.shape[-1])
+    if pair not in _decode_ops.decode_pairs():
+        have = ", ".join(f"{e}/{ev}" if e != ev else str(e) for e, ev in sorted(_decode_ops.decode_pairs()))
+        return f"head dims {pair[0]}/{pair[1]} are not compiled for the decode kernel (compiled: {have or 'none'})"
+    if torch.is_grad_enabled() and (q.requires_grad or k_cache.requires_grad or v_cache.requires_grad):
+        return "inputs require grad; the decode kernel is forward-only"
+    return None
+
+
+def _notice(reason: str) -> None:
+    if torch.compiler.is_compiling() or reason in _warned:
+        return
+    _warned.add(reason)
+    warnings.warn(f"ffpa_attn.decode(): {reason}; running the prefill path on the cache instead (slower; warned "
+                  "once per reason)", FFPAFallbackWarning, stacklevel=4)
+
+
 def _decode(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, return_lse, num_splits, strict):
     capacity = _validate(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, return_lse, num_splits, strict)
     if os.environ.get("FFPA_DEBUG_CHECKS", "0") not in ("", "0") and not torch.compiler.is_compiling():
         _debug_checks(k_cache, cache_seqlens, block_table, capacity)
+    reason = kernel_reason(q, k_cache, v_cache) if q.numel() and k_cache.numel() else "empty input"
+    if reason is None:
+        sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+        out, lse = _decode_ops.call(q, k_cache, v_cache, cache_seqlens, block_table, sc, causal,
+                                    0 if num_splits is None else num_splits)
+        return (out, lse) if return_lse else out
+    if q.is_cuda and _ops.extension_available() and reason != "empty input":
+        _notice(reason)
     B, Lq = q.shape[0], q.shape[1]
     k, v = k_cache, v_cache
     if block_table is not None:  # gather the pages into a contiguous (B, capacity, Hkv, D) copy
@@ -178,8 +226,8 @@ def decode(
 ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention of ``Lq`` (1..32) new query rows against a KV cache; see the module doc.
 
-    ``num_splits`` (None = auto, else >= 1) is the split-KV factor of the decode kernel (accepted and
-    validated; today's path ignores it). ``strict=True`` raises instead of falling back to torch SDPA
+    ``num_splits`` (None = auto, else 1..128) forces the split-KV factor of the decode kernel (how
+    many key ranges of each sequence run in parallel blocks, merged by LSE); capped at one per 64 keys. ``strict=True`` raises instead of falling back to torch SDPA
     where our kernels cannot run the call. Bad arguments raise ``FFPATypeError`` / ``FFPAValueError``
     naming them, also under ``torch.compile(fullgraph=True)``.
     """

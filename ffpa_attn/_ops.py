@@ -54,6 +54,8 @@ _OP_ARGS = (
 )
 # Kernel families, in the order auto routing tries them when asking "is the pair compiled".
 FAMILIES = ("fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3")
+# Every family the manifest may list: the forward ones and the decode op's (ffpa_attn/_decode_ops.py).
+ALL_FAMILIES = FAMILIES + ("decode",)
 ACC_CODES = {"auto": 0, "fp32": 1, "fp16": 2, "mixed": 3}  # the op's `acc` argument
 
 # --------------------------------------------------------------------------- loading
@@ -241,10 +243,10 @@ def _pair_set(values: Any) -> FrozenSet[Tuple[int, int]]:
 
 # Plain module globals: cheap in eager mode and constant for torch.compile.
 _HEAD_DIMS: Dict[str, FrozenSet[int]] = {
-    f: _int_set((_BUILD_INFO.get("head_dims") or {}).get(f, ())) for f in FAMILIES
+    f: _int_set((_BUILD_INFO.get("head_dims") or {}).get(f, ())) for f in ALL_FAMILIES
 }
 _PAIRS: Dict[str, FrozenSet[Tuple[int, int]]] = {
-    f: _pair_set((_BUILD_INFO.get("head_dim_pairs") or {}).get(f, ())) for f in FAMILIES
+    f: _pair_set((_BUILD_INFO.get("head_dim_pairs") or {}).get(f, ())) for f in ALL_FAMILIES
 }
 _ARCHS: Tuple[str, ...] = tuple(str(a) for a in (_BUILD_INFO.get("archs") or ()))
 _DTYPES: FrozenSet[str] = frozenset(str(d) for d in (_BUILD_INFO.get("dtypes") or ()))
@@ -279,7 +281,7 @@ def built_families() -> Tuple[str, ...]:
 
 
 def head_dims(family: str) -> FrozenSet[int]:
-    """Head dims E compiled for ``family`` (one of FAMILIES; empty when not built)."""
+    """Head dims E compiled for ``family`` (one of ALL_FAMILIES; empty when not built)."""
     return _HEAD_DIMS.get(family, frozenset())
 
 

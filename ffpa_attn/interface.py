@@ -27,7 +27,7 @@ from torch import Tensor
 
 from . import _ops
 from ._masks import CAUSAL_ALIGNS, causal_keep, mask_as_4d
-from ._routing import _kernel_reason
+from ._routing import _kernel_reason, decode_route
 from ._validate import (
     _ACCS,
     _LEVELS,
@@ -132,7 +132,14 @@ def _run_kernel(
     lvl = 0 if level is None else level
     acc_code = _ops.ACC_CODES[acc]
     stages = 0 if num_stages is None else num_stages
-    if torch.compiler.is_compiling():
+    if decode_route(q4, k4, v4, m4, is_causal, bottom_right, level, acc, num_stages):
+        from . import _decode_ops
+
+        # Decode's layout is (B, L, H, D): the transposed views, no copy; out comes back in q's layout.
+        out, lse = _decode_ops.call(q4.transpose(1, 2), k4.transpose(1, 2), v4.transpose(1, 2), None, None, scale,
+                                    is_causal, 0)
+        out = out.transpose(1, 2)
+    elif torch.compiler.is_compiling():
         # Strides are known while tracing; the data pointer only at run time, which the
         # opaque realigning op checks.
         q4, k4, v4 = (

@@ -3,7 +3,8 @@ L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-spa
 masked row and a broadcast padding mask), every pipeline depth that fits the device for each FFPA
 level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take further items
 from the work counter), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
-mma.sync) where the GPU runs both."""
+mma.sync) where the GPU runs both, and the split-KV decode family (contiguous and paged, lengths
+0 and odd, causal, one split and several)."""
 import torch
 
 import ffpa_attn
@@ -81,4 +82,24 @@ for mode in ("auto", "sync"):
         for mask in masks():
             run(q, k, v, attn_mask=mask)
 ffpa_attn.set_fa2_mma("auto")
+
+# Split-KV decode: the smallest and largest compiled pairs and MLA; contiguous and paged (page 16)
+# caches, lengths 0 / 1 / odd / full, GQA 4, Lq 3 causal and not, one split and three (the merge).
+dec = sorted(tuple(p) for p in info["head_dim_pairs"].get("decode", []))
+for d, dv in sorted({dec[0], dec[-1]} | ({(576, 512)} & set(dec))) if dec else ():
+    g = torch.Generator(device="cuda").manual_seed(d)
+    q = torch.randn(4, 3, 8, d, device="cuda", dtype=dt, generator=g)
+    kc = torch.randn(4, 160, 2, d, device="cuda", dtype=dt, generator=g)
+    vc = torch.randn(4, 160, 2, dv, device="cuda", dtype=dt, generator=g)
+    lens = torch.tensor([160, 0, 1, 77], dtype=torch.int32, device="cuda")
+    table = torch.randperm(40, device="cuda", generator=g).view(4, 10).to(torch.int32)
+    pk = kc.reshape(40, 16, 2, d)
+    pv = vc.reshape(40, 16, 2, dv)
+    for causal in (False, True):
+        for splits in (1, 3):
+            for args in ((kc, vc, None), (pk, pv, table)):
+                out = ffpa_attn.decode(q, args[0], args[1], block_table=args[2], cache_seqlens=lens, causal=causal,
+                                       num_splits=splits, strict=True)
+                torch.cuda.synchronize()
+                assert torch.isfinite(out).all()
 print("sanitize_one: done")

@@ -16,7 +16,7 @@ import torch
 import ffpa_attn
 
 pytestmark = pytest.mark.requires_extension
-FAMILIES = ("fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3")
+FAMILIES = ("fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3", "decode")
 FFPA = ("ffpa_l1", "ffpa_l2", "ffpa_l3")
 
 
@@ -276,6 +276,6 @@ def test_manifest_registry_lists_every_compiled_kernel():
         assert {(e["E"], e["Ev"]) for e in entries} == set(_pairs(family)), family
         for dt, accs in info["accs"][family].items():
             assert sorted({e["acc"] for e in entries if e["dtype"] == dt}) == accs, (family, dt)
-        assert {e["level"] for e in entries} == ({0} if family == "fa2" else {int(family[-1])})
-        assert {e["auto"] for e in entries} == ({"first"} if family == "fa2" else {"heuristic"})
-        assert {e["op"] for e in entries} == {"fwd"}
+        assert {e["level"] for e in entries} == ({0} if family in ("fa2", "decode") else {int(family[-1])})
+        assert {e["auto"] for e in entries} == ({"first"} if family in ("fa2", "decode") else {"heuristic"})
+        assert {e["op"] for e in entries} == ({"decode"} if family == "decode" else {"fwd"})

@@ -11,41 +11,9 @@ import pytest
 import torch
 
 import ffpa_attn
-from _cpu_helpers import ref_attention, rn
+from _cpu_helpers import rn
+from _decode_ref import paged, reference
 from ffpa_attn import FFPATypeError, FFPAValueError
-
-
-def reference(q, k_logical, v_logical, lens, causal, scale=None):
-    """Per sequence b: q[b] (Lq, Hq, D) against keys 0..lens[b]-1 of k_logical[b] (S, Hkv, D)."""
-    B, Lq, Hq, _ = q.shape
-    outs, lses = [], []
-    for b in range(B):
-        n = int(lens[b])
-        qb = q[b].transpose(0, 1).double()  # (Hq, Lq, D)
-        kb, vb = k_logical[b, :n].transpose(0, 1).double(), v_logical[b, :n].transpose(0, 1).double()
-        if n == 0:
-            outs.append(torch.zeros(Hq, Lq, v_logical.shape[-1], dtype=torch.float64))
-            lses.append(torch.full((Hq, Lq), -math.inf, dtype=torch.float64))
-            continue
-        o, lse = ref_attention(qb, kb, vb, is_causal=causal, scale=scale, enable_gqa=True, causal_bottom_right=True)
-        outs.append(o)
-        lses.append(lse)
-    return torch.stack(outs).transpose(1, 2), torch.stack(lses)  # (B, Lq, Hq, Dv), (B, Hq, Lq)
-
-
-def paged(gen, k_logical, v_logical, page):
-    """A shuffled page pool holding the logical caches, and its block table."""
-    B, S = k_logical.shape[:2]
-    pages = S // page
-    perm = torch.randperm(B * pages + 3, generator=gen)[: B * pages]  # spare pages stay garbage
-    pool_k = torch.full((B * pages + 3, page) + k_logical.shape[2:], math.nan, dtype=k_logical.dtype)
-    pool_v = torch.full((B * pages + 3, page) + v_logical.shape[2:], math.nan, dtype=v_logical.dtype)
-    table = perm.view(B, pages).to(torch.int32)
-    for b in range(B):
-        for p in range(pages):
-            pool_k[table[b, p]] = k_logical[b, p * page:(p + 1) * page]
-            pool_v[table[b, p]] = v_logical[b, p * page:(p + 1) * page]
-    return pool_k, pool_v, table
 
 
 @pytest.mark.parametrize("Lq", [1, 2, 7, 32])
@@ -138,7 +106,7 @@ def test_debug_checks_values(gen, monkeypatch):
 
 @pytest.mark.requires_cuda
 def test_decode_on_the_gpu_matches_reference():
-    """On the GPU (today through the prefill kernels with a key-padding mask): bf16, GQA 8/2, paged."""
+    """On the GPU (the decode kernel; tests/test_decode_gpu.py covers it in depth): bf16, GQA 8/2, paged."""
     g = torch.Generator().manual_seed(3)
     q = torch.randn(3, 4, 8, 128, generator=g).to(torch.bfloat16)
     k = torch.randn(3, 512, 2, 128, generator=g).to(torch.bfloat16)

@@ -70,11 +70,12 @@ def _mock_family(E, Ev, level, acc):
     first "auto: heuristic" family that has it (the real heuristic's default where L1 exists)."""
     assert acc in (0, 1, 2, 3), acc
     assert level in (0, 1, 2, 3), level
+    fwd = [f for f in FAMILIES if f.op == "fwd"]  # the decode family serves the decode op only
     if level:
-        candidates = [f for f in FAMILIES if f.level == level]
+        candidates = [f for f in fwd if f.level == level]
     else:
-        candidates = [f for f in FAMILIES if f.auto == "first" and acc in (0, 1)]
-        candidates += [f for f in FAMILIES if f.auto == "heuristic"]
+        candidates = [f for f in fwd if f.auto == "first" and acc in (0, 1)]
+        candidates += [f for f in fwd if f.auto == "heuristic"]
     for family in candidates:
         if (E, Ev) in MOCK_PAIRS[family.name]:
             return family.name

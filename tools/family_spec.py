@@ -17,7 +17,7 @@ _FFPA_PAIRS = tuple((d, d) for d in range(320, 1025, 64)) + ((576, 512),)
 @dataclass(frozen=True)
 class Family:
     name: str        # as build_info() and kernel_info() spell it
-    op: str          # the op it serves ("fwd")
+    op: str          # the op it serves ("fwd" or "decode")
     level: int       # FFPA level 1..3 (what `level=` forces); 0: not an FFPA level
     enum: str        # its launch::Family value in C++
     launcher: str    # the C++ launcher, formatted with elem, d, dv, level, acc
@@ -44,6 +44,11 @@ FAMILIES = (
     # L3: D bounded only by memory.
     Family("ffpa_l3", "fwd", 3, "Family::kFfpa", _FFPA_LAUNCHER, "launch/ffpa_fwd_launch.cuh",
            _FFPA_PAIRS + ((2048, 2048), (4096, 4096)), half_accs=True, auto="heuristic", workspace=True),
+    # Split-KV decode (the decode op; forward routes short queries to it): head dims 64..256, the
+    # FFPA range 320..1024 (its ring slots are head-dim chunks, so shared memory stays bounded) and MLA.
+    Family("decode", "decode", 0, "Family::kDecode", "DecodeLauncher<{elem}, {d}, {dv}>", "launch/decode_launch.cuh",
+           tuple((d, d) for d in (64, 96, 128, 192, 256)) + tuple((d, d) for d in range(320, 1025, 64)) + ((576, 512),),
+           half_accs=False, auto="first", workspace=False),
 )
 BY_NAME = {f.name: f for f in FAMILIES}
 

@@ -11,9 +11,9 @@ namespace ffpa::launch {
 
 enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
 
-// Kernel families: FFPA (large head dims, fine-grained head-dim slices; has levels) and FA-2
-// (head dims <= 256, 320 and 384, whole head dim per tile).
-enum class Family : int { kFfpa = 0, kFa2 = 1 };
+// Kernel families: FFPA (large head dims, fine-grained head-dim slices; has levels), FA-2
+// (head dims <= 256, 320 and 384, whole head dim per tile) and split-KV decode (the decode op).
+enum class Family : int { kFfpa = 0, kFa2 = 1, kDecode = 2 };
 
 // Which tensor-core instruction the FA-2 family uses. kAuto: the warpgroup MMA (wgmma) where the
 // build has sm_90a code and the device is compute capability 9.0, else mma.sync. kSync forces
@@ -49,16 +49,20 @@ struct KernelInfo {
 using RunFn = cudaError_t (*)(FwdParams, cudaStream_t);
 using InfoFn = cudaError_t (*)(int num_stages, bool query_attributes, KernelInfo*);
 using WorkspaceFn = int64_t (*)(FwdParams);  // fp32 workspace bytes run() needs (-1: error)
+using DecodeRunFn = cudaError_t (*)(DecodeParams, cudaStream_t);
+using DecodeSplitsFn = int (*)(DecodeParams);  // the auto split count for these sizes
 struct RegistryEntry {
   DType dtype;
   Family family;
-  int level;  // FFPA level; 0 for FA-2
+  int level;  // FFPA level; 0 for FA-2 and decode
   AccMode acc;
   int head_dim;
   int head_dim_v;
-  RunFn run;
+  RunFn run;              // forward families (null for decode)
   InfoFn info;
   WorkspaceFn workspace;  // null: none needed
+  DecodeRunFn decode_run = nullptr;        // decode family
+  DecodeSplitsFn decode_splits = nullptr;  // decode family
 };
 const RegistryEntry* registry_begin();
 const RegistryEntry* registry_end();

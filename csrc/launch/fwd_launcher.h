@@ -1,6 +1,7 @@
-// Declarations of the templated forward launchers, one per kernel family; their definitions
-// (ffpa_fwd_launch.cuh, fa2_fwd_launch.cuh) are compiled only in the generated per-(family,
-// dtype, head dims, accumulation) files, so the registry can name every instantiation without compiling a kernel.
+// Declarations of the templated launchers, one per kernel family; their definitions
+// (ffpa_fwd_launch.cuh, fa2_fwd_launch.cuh, decode_launch.cuh) are compiled only in the generated
+// per-(family, dtype, head dims, accumulation) files, so the registry can name every instantiation
+// without compiling a kernel.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -24,6 +25,18 @@ struct Fa2Launcher {
   struct Impl;
   static cudaError_t run(FwdParams params, cudaStream_t stream);
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
+};
+
+// Split-KV decode (kernels/decode_sm80.cuh).
+template <typename Element, int kHeadDim, int kHeadDimV>
+struct DecodeLauncher {
+  struct Impl;
+  // Launches the split kernel and, with p.num_splits > 1, the merge (p.o_part / p.lse_part sized
+  // by the caller for p.num_splits).
+  static cudaError_t run(DecodeParams params, cudaStream_t stream);
+  static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
+  // The split count auto calls use for these sizes on the current device (launch/heuristics.h).
+  static int splits(DecodeParams params);
 };
 
 }  // namespace ffpa::launch

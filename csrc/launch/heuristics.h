@@ -98,4 +98,30 @@ cudaError_t opt_in_smem(Kernel kernel, int bytes, bool (&done)[64]) {
   return err;
 }
 
+// Split-KV decode: how many key ranges each sequence is cut into. `base_blocks` blocks run
+// without splitting (batch x KV heads x row tiles); each split multiplies them. The split count is
+// the smallest whose grid fills the GPU's resident-block slots (sms x blocks_per_sm) within 85% of
+// the best wave efficiency any count reaches (a grid of 1.3 waves runs as 2: its last wave mostly
+// idle), keeping at least two KV tiles of `key_tiles` per split and at most kMaxDecodeSplits
+// (merge cost). Sizes only: no device read, so a CUDA graph can capture the call.
+constexpr int kMaxDecodeSplits = 128;
+inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms) {
+  if (base_blocks <= 0 || key_tiles <= 2) return 1;
+  const int64_t slots = static_cast<int64_t>(sms > 0 ? sms : 1) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
+  int limit = key_tiles / 2;
+  if (limit > kMaxDecodeSplits) limit = kMaxDecodeSplits;
+  if (limit < 1) limit = 1;
+  auto efficiency = [&](int s) {
+    const double waves = static_cast<double>(base_blocks * s) / static_cast<double>(slots);
+    const double whole = static_cast<double>(static_cast<int64_t>(waves) + (waves > static_cast<int64_t>(waves)));
+    return waves / whole;
+  };
+  double best = 0.0;
+  for (int s = 1; s <= limit; ++s) best = efficiency(s) > best ? efficiency(s) : best;
+  for (int s = 1; s <= limit; ++s)
+    if (efficiency(s) >= 0.85 * best) return s;
+  return 1;
+}
+
 }  // namespace ffpa::launch
+

@@ -25,7 +25,7 @@ py::dict build_info() {
 }
 
 // Launch configuration of one compiled kernel; registers/local memory need a CUDA device.
-// `family` is "fa2", "ffpa_l1", "ffpa_l2" or "ffpa_l3" (the family names of build_info());
+// `family` is "fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3" or "decode" (the family names of build_info());
 // `acc` is "fp32", "fp16" or "mixed" (FFPA only).
 py::dict kernel_info(const std::string& dtype, const std::string& family, int head_dim, int head_dim_v, int num_stages,
                      bool query_attributes, const std::string& acc) {
@@ -41,7 +41,8 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   else if (family == "ffpa_l1") fam = Family::kFfpa, level = 1;
   else if (family == "ffpa_l2") fam = Family::kFfpa, level = 2;
   else if (family == "ffpa_l3") fam = Family::kFfpa, level = 3;
-  else throw py::value_error("kernel_info: `family` must be 'fa2', 'ffpa_l1', 'ffpa_l2' or 'ffpa_l3', got '" + family + "'");
+  else if (family == "decode") fam = Family::kDecode, level = 0;
+  else throw py::value_error("kernel_info: `family` must be 'fa2', 'ffpa_l1', 'ffpa_l2', 'ffpa_l3' or 'decode', got '" + family + "'");
   ffpa::AccMode mode;
   if (acc == "fp32") mode = ffpa::AccMode::kF32;
   else if (acc == "fp16") mode = ffpa::AccMode::kF16;

@@ -11,28 +11,30 @@ std::string shape(at::IntArrayRef sizes) {
   return s + "]";
 }
 
-launch::DType to_dtype(at::ScalarType t) {
+launch::DType to_dtype(at::ScalarType t, const char* op) {
   if (t == at::kHalf) return launch::DType::kFloat16;
-  TORCH_CHECK(t == at::kBFloat16, "ffpa_fwd: no kernel takes ", t, " inputs (float16 and bfloat16 only)");
+  TORCH_CHECK(t == at::kBFloat16, op, ": no kernel takes ", t, " inputs (float16 and bfloat16 only)");
   return launch::DType::kBFloat16;
 }
 
-void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q) {
-  TORCH_CHECK(t.is_cuda(), "ffpa_fwd: `", name, "` must be a CUDA tensor, got device ", t.device().str());
-  TORCH_CHECK(t.device() == q.device(), "ffpa_fwd: `", name, "` must be on ", q.device().str(), " like `query`, got ",
+void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q, const char* op,
+               const char* layout) {
+  const char* q_name = std::string(op) == "ffpa_fwd" ? "query" : "q";
+  TORCH_CHECK(t.is_cuda(), op, ": `", name, "` must be a CUDA tensor, got device ", t.device().str());
+  TORCH_CHECK(t.device() == q.device(), op, ": `", name, "` must be on ", q.device().str(), " like `", q_name, "`, got ",
               t.device().str());
-  TORCH_CHECK(t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16, "ffpa_fwd: `", name,
+  TORCH_CHECK(t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16, op, ": `", name,
               "` must be float16 or bfloat16, got ", t.scalar_type());
-  TORCH_CHECK(t.scalar_type() == q.scalar_type(), "ffpa_fwd: `", name, "` must have the dtype of `query` (",
+  TORCH_CHECK(t.scalar_type() == q.scalar_type(), op, ": `", name, "` must have the dtype of `", q_name, "` (",
               q.scalar_type(), "), got ", t.scalar_type());
-  TORCH_CHECK(t.dim() == expect_dim, "ffpa_fwd: `", name, "` must be ", num(expect_dim),
-              "-D (batch, heads, seq, head_dim), got ", num(t.dim()), "-D with shape ", shape(t.sizes()));
-  TORCH_CHECK(t.stride(-1) == 1, "ffpa_fwd: `", name, "` must have a contiguous last dimension (stride 1), got stride ",
+  TORCH_CHECK(t.dim() == expect_dim, op, ": `", name, "` must be ", num(expect_dim), "-D ", layout, ", got ",
+              num(t.dim()), "-D with shape ", shape(t.sizes()));
+  TORCH_CHECK(t.stride(-1) == 1, op, ": `", name, "` must have a contiguous last dimension (stride 1), got stride ",
               num(t.stride(-1)));
   for (int d = 0; d < 3; ++d)
-    TORCH_CHECK(t.size(d) <= 1 || t.stride(d) % 8 == 0, "ffpa_fwd: `", name, "` stride of dim ", num(int64_t{d}),
+    TORCH_CHECK(t.size(d) <= 1 || t.stride(d) % 8 == 0, op, ": `", name, "` stride of dim ", num(int64_t{d}),
                 " must be a multiple of 8 elements for 16-byte loads, got ", num(t.stride(d)));
-  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, "ffpa_fwd: `", name,
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0, op, ": `", name,
               "` data pointer must be 16-byte aligned");
 }
 

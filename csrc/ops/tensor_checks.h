@@ -19,11 +19,13 @@ std::string num(double x);
 std::string shape(at::IntArrayRef sizes);
 
 // The kernels' element type of a tensor dtype; a clear error for any dtype no kernel takes.
-launch::DType to_dtype(at::ScalarType t);
+launch::DType to_dtype(at::ScalarType t, const char* op = "ffpa_fwd");
 
 // q / k / v: a CUDA fp16/bf16 tensor on q's device, of q's dtype, expect_dim-D, last dim
-// contiguous, other strides and the data pointer fit for 16-byte loads.
-void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q);
+// contiguous, other strides and the data pointer fit for 16-byte loads. `op` and `layout` name
+// the op and the expected dims in messages.
+void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q,
+               const char* op = "ffpa_fwd", const char* layout = "(batch, heads, seq, head_dim)");
 
 // attn_mask: 4-D, every dim 1 or the full size (B, Hq, L, S), bool or a float kind; any strides.
 MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t Hq, int64_t L, int64_t S);

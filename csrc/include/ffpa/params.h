@@ -13,21 +13,16 @@ enum class MaskKind : int { kNone = 0, kBool = 1, kFloat16 = 2, kBFloat16 = 3, k
 // kPartial tiles.
 enum BlockCode : uint8_t { kBlockSkip = 0, kBlockPartial = 1, kBlockFull = 2 };
 
-struct FwdParams {
-  const void* q;  // [B, Hq, L, D]   last dim contiguous
-  const void* k;  // [B, Hkv, S, D]  last dim contiguous
-  const void* v;  // [B, Hkv, S, Dv] last dim contiguous
-  void* o;        // [B, Hq, L, Dv]  last dim contiguous
+// What every attention kernel reads: the tensors (element strides, last dim contiguous), sizes and
+// the pre-multiplied softmax scale. Forward and decode extend it with what only they use.
+struct AttnParams {
+  const void* q;  // forward: [B, Hq, L, D]; decode: [B, Lq, Hq, D]
+  const void* k;  // forward: [B, Hkv, S, D]; decode: cache [B, S, Hkv, D] or page pool
+  const void* v;  // as k, last dim Dv
+  void* o;        // as q, last dim Dv
   float* lse;     // [B, Hq, L] contiguous, natural log; may be null
-  // FFPA L3 only: fp32 O-accumulator workspace, o_accum_slots slots of BlockM x Dv floats (one
-  // per resident block of the persistent grid; see launch::FfpaLauncher::workspace_bytes).
-  float* o_accum;
-  int o_accum_slots;
-  // FFPA L3 only: a zero-initialised counter the persistent blocks take work items from after
-  // their first (list scheduling, so causal items of unequal length balance); null: a static
-  // grid stride.
-  int* work_counter;
 
+  // Element strides of batch (decode with a page table: of a page), head and row (position).
   int64_t q_batch_stride, q_head_stride, q_row_stride;
   int64_t k_batch_stride, k_head_stride, k_row_stride;
   int64_t v_batch_stride, v_head_stride, v_row_stride;
@@ -37,7 +32,7 @@ struct FwdParams {
   int heads_q;
   int heads_kv;  // heads_q % heads_kv == 0; query head h reads kv head h / (heads_q / heads_kv)
   int len_q;     // L >= 1
-  int len_kv;    // S >= 1
+  int len_kv;    // S >= 1 (decode: the cache capacity per sequence)
   int head_dim;
   int head_dim_v;
 
@@ -45,6 +40,17 @@ struct FwdParams {
   float scale_log2;  // scale * log2(e): kernels work in base 2
   bool is_causal;    // query i sees keys j <= i + causal_offset
   int causal_offset; // 0: SDPA's top-left convention; len_kv - len_q: bottom-right
+};
+
+struct FwdParams : AttnParams {
+  // FFPA L3 only: fp32 O-accumulator workspace, o_accum_slots slots of BlockM x Dv floats (one
+  // per resident block of the persistent grid; see launch::FfpaLauncher::workspace_bytes).
+  float* o_accum;
+  int o_accum_slots;
+  // FFPA L3 only: a zero-initialised counter the persistent blocks take work items from after
+  // their first (list scheduling, so causal items of unequal length balance); null: a static
+  // grid stride.
+  int* work_counter;
   int num_stages;    // cp.async pipeline depth, 1..4 (0 = let the launcher choose)
 
   // Optional mask broadcastable to [B, Hq, L, S]: element (b, h, i, j) lives at
@@ -60,4 +66,21 @@ struct FwdParams {
   int block_map_m, block_map_n, block_map_n_blocks;
 };
 
+// Split-KV decode (kernels/decode_sm80.cuh): len_q = Lq query rows (1..32) per sequence against a
+// KV cache; the query heads of one KV head are packed into the rows of one tile (row r is query
+// position r / group of head kv * group + r % group, group = heads_q / heads_kv). causal_offset is
+// unused: causal is bottom-right against each sequence's own length.
+struct DecodeParams : AttnParams {
+  const int* seqlens;      // [B] keys per sequence; null: len_kv each
+  const int* block_table;  // [B, block_table_stride] page indices; null: a contiguous cache
+  int64_t block_table_stride;
+  int page_size;           // keys per page (a multiple of 16); len_kv when contiguous
+  int num_splits;          // key ranges per sequence, 1..; > 1 writes partials the merge combines
+  // num_splits > 1: fp32 partial outputs [splits][B][Hkv][rows][Dv] (normalised) and their LSE
+  // (base 2) [splits][B][Hkv][rows], rows = group * len_q.
+  float* o_part;
+  float* lse_part;
+};
+
 }  // namespace ffpa
+

@@ -21,4 +21,21 @@ __device__ __forceinline__ void ldmatrix_m8n8_x4_trans(uint32_t (&r)[4], uint32_
                : "r"(smem_addr));
 }
 
+// Two 8x8 b16 matrices: lanes 0..7 and 8..15 give the row addresses of matrices 0 and 1 (the
+// addresses of lanes 16..31 are not read). One k16 x n8 B operand of mma from an [n][k] tile.
+__device__ __forceinline__ void ldmatrix_m8n8_x2(uint32_t (&r)[2], uint32_t smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr));
+}
+
+// Two 8x8 b16 matrices, transposed: lanes 0..7 and 8..15 give the row addresses of matrices 0 and
+// 1 (the addresses of lanes 16..31 are not read). One k16 x n8 B operand of mma from a row-major
+// [k][n] tile.
+__device__ __forceinline__ void ldmatrix_m8n8_x2_trans(uint32_t (&r)[2], uint32_t smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_addr));
+}
+
 }  // namespace ffpa::ptx

@@ -1,0 +1,428 @@
+// Split-KV decode on mma.sync (sm_80+, and the decode path on Hopper): Lq = 1..32 query rows per
+// sequence against a long KV cache, contiguous or paged, with per-sequence lengths.
+//
+// Grid: (m-tiles x splits, Hkv, B). A block packs 16 query rows of one KV head (GQA: every query
+// head of the KV head times Lq, so each K/V byte is read once per 16 rows) and walks one key range
+// of its sequence; with more than one split it writes a normalised fp32 partial and its LSE, and
+// decode_merge_kernel combines them (the attention-state merge of attn/state.cuh).
+//
+// Inside a block the warps (4, or 8 for Dv > 512) split each 64-key tile for S = Q K^T (warp w:
+// 64 / warps keys, full head dim) and the output columns for O += P V (warp w: its share of every
+// chunk's columns); the row max and P cross warps through shared memory. K and V stream through one
+// cp.async ring of slots of 64 keys x `chunk` head-dim columns, K chunks then V chunks of a tile,
+// so shared memory is bounded by the chunk and every head dim up to 1024 (and 576/512) runs here.
+#pragma once
+#include <cstdint>
+#include <math_constants.h>
+
+#include "ffpa/attn/state.cuh"
+#include "ffpa/params.h"
+#include "ffpa/ptx/cp_async.cuh"
+#include "ffpa/ptx/ldmatrix.cuh"
+#include "ffpa/ptx/math.cuh"
+#include "ffpa/tile/numeric.cuh"
+#include "ffpa/traits/decode_traits.h"
+
+namespace ffpa::kernels {
+
+template <typename Element, int kHeadDim, int kHeadDimV>
+struct DecodeFwd {
+  using Traits = DecodeTraits<kHeadDim, kHeadDimV>;
+  using Num = Numeric<Element>;
+  using QTile = typename Traits::QTile;
+  using KvTile = typename Traits::KvTile;
+  using PTile = typename Traits::PTile;
+  static constexpr int kThreads = Traits::kThreads;
+  static constexpr int kWarps = Traits::kWarps;
+  static constexpr int kRows = Traits::kRows;
+  static constexpr int kBlockN = Traits::kBlockN;
+  static constexpr int kChunk = Traits::kChunk;
+  static constexpr int kStages = Traits::kStages;
+  static constexpr int kKChunks = Traits::kKChunks;
+  static constexpr int kVChunks = Traits::kVChunks;
+  static constexpr int kChunksPerTile = Traits::kChunksPerTile;
+  static constexpr int kONTiles = Traits::kONTiles;
+  static constexpr int kSNTiles = Traits::kSNTiles;
+  static constexpr int kWarpKeys = Traits::kWarpKeys;
+  static constexpr int kUnitsPerRow = Traits::kUnitsPerRow;
+  static constexpr int kLoadPasses = Traits::kLoadPasses;
+
+  // What one block works on.
+  struct Work {
+    int batch, head_kv;
+    int group;           // query heads per KV head
+    int rows;            // packed rows of this KV head: group * len_q
+    int m0;              // first packed row of the block
+    int split;
+    int seqlen;          // keys of this sequence
+    int n_begin, n_end;  // this block's keys [n_begin, n_end)
+  };
+
+  static __device__ __forceinline__ Work work_of_block(const DecodeParams& p) {
+    Work w;
+    w.group = p.heads_q / p.heads_kv;
+    w.rows = w.group * p.len_q;
+    const int m_tiles = (w.rows + kRows - 1) / kRows;
+    w.m0 = static_cast<int>(blockIdx.x % m_tiles) * kRows;
+    w.split = static_cast<int>(blockIdx.x / m_tiles);
+    w.head_kv = blockIdx.y;
+    w.batch = blockIdx.z;
+    // Lengths are not checked on the host (no sync): clamp them to the cache so a bad one cannot
+    // read outside it (FFPA_DEBUG_CHECKS reports them).
+    const int len = p.seqlens != nullptr ? __ldg(p.seqlens + w.batch) : p.len_kv;
+    w.seqlen = min(max(len, 0), p.len_kv);
+    const int tiles = (w.seqlen + kBlockN - 1) / kBlockN;
+    const int per_split = (tiles + p.num_splits - 1) / p.num_splits;
+    w.n_begin = min(w.split * per_split, tiles) * kBlockN;
+    w.n_end = min(w.n_begin + per_split * kBlockN, w.seqlen);
+    if (p.is_causal) {  // bottom-right: packed row r sees keys < seqlen - len_q + r / group + 1
+      const int last_lq = (min(w.m0 + kRows, w.rows) - 1) / w.group;
+      w.n_end = min(w.n_end, w.seqlen - p.len_q + last_lq + 1);
+    }
+    return w;
+  }
+
+  // Query position and query head of packed row r.
+  static __device__ __forceinline__ int row_lq(const Work& w, int r) { return r / w.group; }
+  static __device__ __forceinline__ int row_head(const Work& w, int r) { return w.head_kv * w.group + r % w.group; }
+
+  // The block's 16 packed rows of Q (rows past the last are zero).
+  static __device__ __forceinline__ void load_q(const DecodeParams& p, const Work& w, uint32_t q_smem, int tid) {
+    constexpr int kUnits = kHeadDim / 8;
+    const Element* q = static_cast<const Element*>(p.q) + w.batch * p.q_batch_stride;
+    for (int i = tid; i < kRows * kUnits; i += kThreads) {
+      const int r = i / kUnits, u = i % kUnits;
+      const int row = w.m0 + r;
+      const bool valid = row < w.rows;
+      const int rr = valid ? row : 0;
+      const Element* src = q + row_lq(w, rr) * p.q_row_stride + row_head(w, rr) * p.q_head_stride + u * 8;
+      ptx::cp_async_cg_16(q_smem + (u / kUnitsPerRow) * QTile::kBytes + QTile::unit_offset(r, u % kUnitsPerRow), src,
+                          valid);
+    }
+  }
+
+  // Ring load i: KV tile i / kChunksPerTile of the block's keys, chunk i % kChunksPerTile (the K
+  // chunks, then the V chunks), into slot i % kStages; keys past n_end are zero-filled, not read.
+  // Always commits a group (empty past the end) so the wait counts stay uniform.
+  static __device__ __forceinline__ void issue(const DecodeParams& p, const Work& w, uint32_t ring, int i, int n_chunks,
+                                               int tid) {
+    if (i < n_chunks) {
+      const int tile = i / kChunksPerTile, c = i % kChunksPerTile;
+      const bool is_k = c < kKChunks;
+      const int col0 = (is_k ? c : c - kKChunks) * kChunk;
+      const int64_t bs = is_k ? p.k_batch_stride : p.v_batch_stride;
+      const int64_t rs = is_k ? p.k_row_stride : p.v_row_stride;
+      const int64_t hs = is_k ? p.k_head_stride : p.v_head_stride;
+      const int u = tid % kUnitsPerRow;
+      const Element* base = static_cast<const Element*>(is_k ? p.k : p.v) + w.head_kv * hs + col0 + u * 8;
+      const uint32_t slot = ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes);
+      const int* table = p.block_table != nullptr ? p.block_table + w.batch * p.block_table_stride : nullptr;
+#pragma unroll
+      for (int pass = 0; pass < kLoadPasses; ++pass) {
+        const int r = tid / kUnitsPerRow + pass * (kThreads / kUnitsPerRow);
+        const int key = w.n_begin + tile * kBlockN + r;
+        const bool valid = key < w.n_end;
+        const int kk = valid ? key : w.n_begin;
+        int64_t page, row;
+        if (table != nullptr) {
+          page = __ldg(table + kk / p.page_size);
+          row = kk % p.page_size;
+        } else {
+          page = w.batch;
+          row = kk;
+        }
+        ptx::cp_async_cg_16(slot + KvTile::unit_offset(r, u), base + page * bs + row * rs, valid);
+      }
+    }
+    ptx::cp_async_commit_group();
+  }
+
+  // One ring step: slot i has landed for every thread, and slot (i - 1) % kStages is free again,
+  // so the load kStages - 1 ahead goes into it.
+  static __device__ __forceinline__ uint32_t ring_step(const DecodeParams& p, const Work& w, uint32_t ring, int i,
+                                                       int n_chunks, int tid) {
+    ptx::cp_async_wait_group<kStages - 2>();
+    __syncthreads();
+    issue(p, w, ring, i + kStages - 1, n_chunks, tid);
+    return ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes);
+  }
+
+  // S (16 rows x this warp's keys) += Q chunk x K chunk^T.
+  static __device__ __forceinline__ void qk_chunk(uint32_t q_chunk, uint32_t slot, int warp, int lane,
+                                                  float (&s_acc)[kSNTiles][4]) {
+#pragma unroll
+    for (int ks = 0; ks < kChunk / 16; ++ks) {
+      uint32_t a[4];
+      ptx::ldmatrix_m8n8_x4(a, q_chunk + QTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2), 16 * ks + 8 * (lane / 16)));
+      if constexpr (kSNTiles == 1) {
+        uint32_t b[2];
+        ptx::ldmatrix_m8n8_x2(b, slot + KvTile::elem_offset(kWarpKeys * warp + (lane % 8), 16 * ks + 8 * ((lane / 8) % 2)));
+        Num::mma_f32acc(s_acc[0], a, b);
+      } else {
+        uint32_t b[4];
+        ptx::ldmatrix_m8n8_x4(b, slot + KvTile::elem_offset(kWarpKeys * warp + (lane % 8) + 8 * (lane / 16),
+                                                             16 * ks + 8 * ((lane / 8) % 2)));
+        const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+        Num::mma_f32acc(s_acc[0], a, b0);
+        Num::mma_f32acc(s_acc[1], a, b1);
+      }
+    }
+  }
+
+  // O (16 rows x this warp's columns of the chunk) += P x V chunk.
+  static __device__ __forceinline__ void pv_chunk(uint32_t slot, int warp, int lane, const uint32_t (&p_frag)[kBlockN / 16][4],
+                                                  float (&o)[kONTiles][4]) {
+    const int col0 = warp * Traits::kWarpCols;
+#pragma unroll
+    for (int ks = 0; ks < kBlockN / 16; ++ks) {
+      const int key = 16 * ks + (lane % 8) + 8 * ((lane / 8) % 2);
+      if constexpr (kONTiles == 1) {
+        uint32_t b[2];
+        ptx::ldmatrix_m8n8_x2_trans(b, slot + KvTile::elem_offset(key, col0));
+        Num::mma_f32acc(o[0], p_frag[ks], b);
+      } else {
+#pragma unroll
+        for (int np = 0; np < kONTiles / 2; ++np) {
+          uint32_t b[4];
+          ptx::ldmatrix_m8n8_x4_trans(b, slot + KvTile::elem_offset(key, col0 + 16 * np + 8 * (lane / 16)));
+          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+          Num::mma_f32acc(o[2 * np], p_frag[ks], b0);
+          Num::mma_f32acc(o[2 * np + 1], p_frag[ks], b1);
+        }
+      }
+    }
+  }
+
+  // Online softmax of one KV tile across the warps: mask and scale this warp's scores, the tile's
+  // row max through shared memory, the shared state update (every warp holds the same row max, so
+  // the per-warp sums and output slices stay consistent), P (b16) into shared memory.
+  static __device__ __forceinline__ void softmax_tile(const DecodeParams& p, int n0, const int (&lim)[2], int warp,
+                                                      int g, int t4, float* red_max, uint32_t p_smem,
+                                                      float (&s_acc)[kSNTiles][4], float (&row_max)[2], float (&row_sum)[2],
+                                                      float (&o_acc)[kVChunks][kONTiles][4]) {
+    float tmax[2] = {-CUDART_INF_F, -CUDART_INF_F};
+#pragma unroll
+    for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = n0 + kWarpKeys * warp + 8 * n + 2 * t4 + (e % 2);
+        s_acc[n][e] = key < lim[e / 2] ? s_acc[n][e] * p.scale_log2 : -CUDART_INF_F;
+        tmax[e / 2] = fmaxf(tmax[e / 2], s_acc[n][e]);
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
+      tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
+      if (t4 == 0) red_max[warp * kRows + g + 8 * r] = tmax[r];
+    }
+    __syncthreads();
+    float alpha[2], neg_m[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float m = red_max[g + 8 * r];
+#pragma unroll
+      for (int w = 1; w < kWarps; ++w) m = fmaxf(m, red_max[w * kRows + g + 8 * r]);
+      alpha[r] = attn::online_update(row_max[r], row_sum[r], m, neg_m[r]);
+    }
+    if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
+#pragma unroll
+      for (int c = 0; c < kVChunks; ++c)
+#pragma unroll
+        for (int n = 0; n < kONTiles; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o_acc[c][n][e] *= alpha[e / 2];
+    }
+#pragma unroll
+    for (int n = 0; n < kSNTiles; ++n) {
+      float pe[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        pe[e] = ptx::ex2_approx_ftz(s_acc[n][e] + neg_m[e / 2]);
+        row_sum[e / 2] += pe[e];
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const uint32_t packed = Num::pack2(pe[2 * r], pe[2 * r + 1]);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(p_smem + PTile::elem_offset(g + 8 * r, kWarpKeys * warp + 8 * n + 2 * t4)),
+                     "r"(packed));
+      }
+    }
+  }
+
+  // A block whose key range is empty (length 0, a split past the end, or causal rows with no key):
+  // its rows read nothing. One split: output 0 and LSE -inf; else an LSE of -inf the merge skips.
+  static __device__ __forceinline__ void write_empty(const DecodeParams& p, const Work& w, int tid) {
+    const int rows = min(kRows, w.rows - w.m0);
+    if (p.num_splits > 1) {
+      for (int r = tid; r < rows; r += kThreads)
+        p.lse_part[((static_cast<int64_t>(w.split) * p.batch + w.batch) * p.heads_kv + w.head_kv) * w.rows + w.m0 + r] =
+            -CUDART_INF_F;
+      return;
+    }
+    constexpr int kUnits = kHeadDimV / 8;
+    for (int i = tid; i < rows * kUnits; i += kThreads) {
+      const int row = w.m0 + i / kUnits;
+      Element* o = static_cast<Element*>(p.o) + w.batch * p.o_batch_stride + row_lq(w, row) * p.o_row_stride +
+                   row_head(w, row) * p.o_head_stride;
+      reinterpret_cast<uint4*>(o)[i % kUnits] = make_uint4(0u, 0u, 0u, 0u);
+    }
+    if (p.lse != nullptr)
+      for (int r = tid; r < rows; r += kThreads) {
+        const int row = w.m0 + r;
+        p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + row_head(w, row)) * p.len_q + row_lq(w, row)] = -CUDART_INF_F;
+      }
+  }
+
+  // Row sums across quads and warps; O / l into the output (one split) or the fp32 partials.
+  static __device__ __forceinline__ void store(const DecodeParams& p, const Work& w, int warp, int g, int t4,
+                                               float* red_sum, const float (&o_acc)[kVChunks][kONTiles][4],
+                                               const float (&row_max)[2], const float (&row_sum)[2]) {
+    float l[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      l[r] = row_sum[r];
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+      if (t4 == 0) red_sum[warp * kRows + g + 8 * r] = l[r];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float total = 0.f;
+#pragma unroll
+      for (int v = 0; v < kWarps; ++v) total += red_sum[v * kRows + g + 8 * r];
+      const int row = w.m0 + g + 8 * r;
+      if (row >= w.rows) continue;
+      const float inv = attn::inv_row_sum(total);
+      const int lq = row_lq(w, row), hq = row_head(w, row);
+      if (p.num_splits == 1) {
+        Element* o = static_cast<Element*>(p.o) + w.batch * p.o_batch_stride + lq * p.o_row_stride + hq * p.o_head_stride;
+#pragma unroll
+        for (int c = 0; c < kVChunks; ++c)
+#pragma unroll
+          for (int n = 0; n < kONTiles; ++n) {
+            const int col = c * kChunk + warp * Traits::kWarpCols + 8 * n + 2 * t4;
+            *reinterpret_cast<uint32_t*>(o + col) = Num::pack2(o_acc[c][n][2 * r] * inv, o_acc[c][n][2 * r + 1] * inv);
+          }
+        if (p.lse != nullptr && warp == 0 && t4 == 0)
+          p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + hq) * p.len_q + lq] = attn::row_lse(row_max[r], total);
+      } else {
+        const int64_t item = ((static_cast<int64_t>(w.split) * p.batch + w.batch) * p.heads_kv + w.head_kv) * w.rows + row;
+        float* o = p.o_part + item * kHeadDimV;
+#pragma unroll
+        for (int c = 0; c < kVChunks; ++c)
+#pragma unroll
+          for (int n = 0; n < kONTiles; ++n) {
+            const int col = c * kChunk + warp * Traits::kWarpCols + 8 * n + 2 * t4;
+            *reinterpret_cast<float2*>(o + col) = make_float2(o_acc[c][n][2 * r] * inv, o_acc[c][n][2 * r + 1] * inv);
+          }
+        if (warp == 0 && t4 == 0) p.lse_part[item] = attn::row_lse2(row_max[r], total);
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void run(const DecodeParams& p) {
+    extern __shared__ __align__(1024) char smem[];
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+    const Work w = work_of_block(p);
+    if (w.n_end <= w.n_begin) {
+      write_empty(p, w, tid);
+      return;
+    }
+    const uint32_t q_smem = ptx::smem_u32addr(smem);
+    const uint32_t ring = q_smem + Traits::kQBytes;
+    const uint32_t p_smem = ring + Traits::kRingBytes;
+    float* red_max = reinterpret_cast<float*>(smem + Traits::kQBytes + Traits::kRingBytes + Traits::kPBytes);
+    float* red_sum = red_max + kWarps * kRows;
+
+    const int n_tiles = (w.n_end - w.n_begin + kBlockN - 1) / kBlockN;
+    const int n_chunks = n_tiles * kChunksPerTile;
+    load_q(p, w, q_smem, tid);  // joins the group of ring load 0
+#pragma unroll
+    for (int i = 0; i < kStages - 1; ++i) issue(p, w, ring, i, n_chunks, tid);
+
+    // Per-row key limits (exclusive) of rows g and g + 8: the range end, and bottom-right causal.
+    int lim[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = w.m0 + g + 8 * r;
+      lim[r] = w.n_end;
+      if (p.is_causal && row < w.rows) lim[r] = min(lim[r], w.seqlen - p.len_q + row_lq(w, row) + 1);
+    }
+    float o_acc[kVChunks][kONTiles][4];
+#pragma unroll
+    for (int c = 0; c < kVChunks; ++c)
+#pragma unroll
+      for (int n = 0; n < kONTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o_acc[c][n][e] = 0.f;
+    float row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
+
+    int i = 0;
+    for (int t = 0; t < n_tiles; ++t) {
+      float s_acc[kSNTiles][4];
+#pragma unroll
+      for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
+#pragma unroll
+      for (int c = 0; c < kKChunks; ++c, ++i) {
+        const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid);
+        qk_chunk(q_smem + c * QTile::kBytes, slot, warp, lane, s_acc);
+      }
+      softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, row_max, row_sum, o_acc);
+      uint32_t p_frag[kBlockN / 16][4];
+#pragma unroll
+      for (int c = 0; c < kVChunks; ++c, ++i) {
+        const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid);  // its barrier also publishes P
+        if (c == 0) {
+#pragma unroll
+          for (int ks = 0; ks < kBlockN / 16; ++ks)
+            ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2),
+                                                                          16 * ks + 8 * (lane / 16)));
+        }
+        pv_chunk(slot, warp, lane, p_frag, o_acc[c]);
+      }
+    }
+    ptx::cp_async_wait_group<0>();
+    store(p, w, warp, g, t4, red_sum, o_acc, row_max, row_sum);
+  }
+};
+
+// Combines the splits of one packed row: weights exp2(lse_s - max) (empty splits weigh 0 and are
+// not read), output sum_s w_s O_s / sum_s w_s in the output dtype, LSE in natural log.
+template <typename Element>
+__global__ void decode_merge_kernel(DecodeParams p) {
+  const int group = p.heads_q / p.heads_kv;
+  const int rows = group * p.len_q;
+  const int64_t item = blockIdx.x;  // (batch, kv head, packed row)
+  const int row = static_cast<int>(item % rows);
+  const int64_t bh = item / rows;
+  const int head_kv = static_cast<int>(bh % p.heads_kv), batch = static_cast<int>(bh / p.heads_kv);
+  const int64_t split_stride = static_cast<int64_t>(p.batch) * p.heads_kv * rows;
+  float mx = -CUDART_INF_F;
+  for (int s = 0; s < p.num_splits; ++s) mx = fmaxf(mx, p.lse_part[s * split_stride + item]);
+  float wsum = 0.f;
+  for (int s = 0; s < p.num_splits; ++s) wsum += attn::merge_weight(p.lse_part[s * split_stride + item], mx);
+  const float inv = attn::inv_row_sum(wsum);
+  const int lq = row / group, hq = head_kv * group + row % group;
+  Element* o = static_cast<Element*>(p.o) + batch * p.o_batch_stride + lq * p.o_row_stride + hq * p.o_head_stride;
+  for (int c = 4 * threadIdx.x; c < p.head_dim_v; c += 4 * blockDim.x) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s = 0; s < p.num_splits; ++s) {
+      const float wgt = attn::merge_weight(p.lse_part[s * split_stride + item], mx);
+      if (wgt == 0.f) continue;  // an empty split's partial was never written
+      const float4 x = *reinterpret_cast<const float4*>(p.o_part + (s * split_stride + item) * p.head_dim_v + c);
+      acc.x += wgt * x.x, acc.y += wgt * x.y, acc.z += wgt * x.z, acc.w += wgt * x.w;
+    }
+    uint2 packed;
+    packed.x = Numeric<Element>::pack2(acc.x * inv, acc.y * inv);
+    packed.y = Numeric<Element>::pack2(acc.z * inv, acc.w * inv);
+    *reinterpret_cast<uint2*>(o + c) = packed;
+  }
+  if (threadIdx.x == 0 && p.lse != nullptr)
+    p.lse[(static_cast<int64_t>(batch) * p.heads_q + hq) * p.len_q + lq] = wsum > 0.f ? (mx + __log2f(wsum)) * kLn2
+                                                                                      : -CUDART_INF_F;
+}
+
+}  // namespace ffpa::kernels

@@ -1,0 +1,86 @@
+// Compile-time shape of one split-KV decode instantiation (kernels/decode_sm80.cuh): the tile spec
+// and everything derived from it (ring, shared memory, fragments per warp). Host- and
+// device-usable, so csrc/launch sizes launches from the numbers the kernel uses.
+#pragma once
+
+#include "ffpa/tile/smem_tile.cuh"
+
+namespace ffpa {
+
+// The decode tile, by name. One block owns 16 packed query rows (the query heads of one KV head
+// times Lq) and one key range of one sequence. Its warps split the keys of a KV tile for S = Q K^T
+// (warp w: keys w * block_n / warps..) and the output columns for O += P V (warp w: columns
+// w * chunk / warps.. of every chunk), exchanging the row max and P through shared memory. K and
+// V stream through one ring of slots of block_n keys x chunk columns, so shared memory is bounded
+// by the chunk, not the head dim (D up to 1024 and MLA's 576/512 use the same kernel).
+struct DecodeTileSpec {
+  int warps = 4;       // warps per block: 4, or 8 where 4 would hold more than 64 O accumulators
+  int block_n = 64;    // keys per KV tile
+  int chunk = 0;       // head-dim columns per ring slot; divides D and Dv
+  int stages = 0;      // ring slots (cp.async groups in flight: stages - 1)
+  int min_blocks = 2;  // blocks per SM the register allocation must allow (__launch_bounds__)
+};
+
+// The widest of 128, 64, 32 columns dividing both head dims (wider slots: fewer block-wide
+// barriers per key tile).
+constexpr int decode_chunk(int head_dim, int head_dim_v) {
+  return (head_dim % 128 == 0 && head_dim_v % 128 == 0) ? 128 : (head_dim % 64 == 0 && head_dim_v % 64 == 0) ? 64 : 32;
+}
+
+// A ring of ~64 KiB: 48 KiB of K/V in flight per block, two or three blocks per SM. The output
+// accumulator is 16 x Dv fp32 over the block's threads: Dv / 8 registers a thread with 4 warps,
+// which spills past Dv = 512 (D = 1024: 255 registers and 250 bytes of spills), so wider heads
+// take 8 warps (Dv / 16).
+constexpr DecodeTileSpec decode_tile(int head_dim, int head_dim_v) {
+  DecodeTileSpec t{};
+  t.warps = head_dim_v > 512 ? 8 : 4;
+  t.min_blocks = t.warps == 8 ? 1 : 2;
+  t.chunk = decode_chunk(head_dim, head_dim_v);
+  // One 8-warp block per SM gets the ring two smaller blocks would share.
+  t.stages = (t.min_blocks == 1 ? 128 : 64) * 1024 / (t.block_n * t.chunk * 2);
+  return t;
+}
+
+template <int kHeadDim_, int kHeadDimV_>
+struct DecodeTraits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kHeadDimV = kHeadDimV_;
+  static constexpr DecodeTileSpec kSpec = decode_tile(kHeadDim, kHeadDimV);
+  static constexpr int kWarps = kSpec.warps;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kRows = 16;  // packed query rows per block (one m16 MMA tile)
+  static constexpr int kBlockN = kSpec.block_n;
+  static constexpr int kChunk = kSpec.chunk;
+  static constexpr int kStages = kSpec.stages;
+  static constexpr int kMinBlocks = kSpec.min_blocks;
+  static constexpr int kKChunks = kHeadDim / kChunk;   // ring slots of K per KV tile
+  static constexpr int kVChunks = kHeadDimV / kChunk;  // ring slots of V per KV tile
+  static constexpr int kChunksPerTile = kKChunks + kVChunks;
+  static constexpr int kWarpKeys = kBlockN / kWarps;   // S columns (keys) of a tile a warp owns
+  static constexpr int kSNTiles = kWarpKeys / 8;       // its n8 score tiles
+  static constexpr int kWarpCols = kChunk / kWarps;    // O columns of one chunk a warp owns
+  static constexpr int kONTiles = kWarpCols / 8;       // its n8 accumulator tiles per chunk
+  static constexpr int kUnitsPerRow = kChunk / 8;      // 16-byte units of one slot row
+  static constexpr int kLoadPasses = kBlockN * kUnitsPerRow / kThreads;
+
+  using QTile = SmemTile<kRows, kChunk>;     // Q is kKChunks of these
+  using KvTile = SmemTile<kBlockN, kChunk>;  // one ring slot
+  using PTile = SmemTile<kRows, kBlockN>;    // the packed P of one KV tile (b16)
+
+  static constexpr int kQBytes = kKChunks * QTile::kBytes;
+  static constexpr int kRingBytes = kStages * KvTile::kBytes;
+  static constexpr int kPBytes = PTile::kBytes;
+  static constexpr int kRedBytes = 2 * kWarps * kRows * 4;  // per-warp row max and row sum (fp32)
+  static constexpr int kSmemBytes = kQBytes + kRingBytes + kPBytes + kRedBytes;
+
+  static_assert(kHeadDim % kChunk == 0 && kHeadDimV % kChunk == 0, "the chunk must divide both head dims");
+  static_assert(kHeadDim <= 1024 && kHeadDimV <= 1024, "decode head dims go to 1024");
+  static_assert(kSNTiles == 1 || kSNTiles == 2, "each warp owns 8 or 16 keys of a KV tile");
+  static_assert(kWarpCols % 8 == 0 && kONTiles >= 1 && kONTiles <= 4, "each warp owns 1..4 n8 tiles of a chunk");
+  static_assert(kLoadPasses >= 1 && kBlockN * kUnitsPerRow % kThreads == 0, "a slot loads in whole passes");
+  static_assert(kStages >= 3, "the ring keeps at least two slots in flight");
+  static_assert(QTile::kBytes % 128 == 0 && KvTile::kBytes % 128 == 0 && PTile::kBytes % 128 == 0,
+                "every shared region stays 128-byte aligned (the swizzle phase of a slot starts at 0)");
+};
+
+}  // namespace ffpa

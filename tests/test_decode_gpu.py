@@ -1,0 +1,200 @@
+"""The split-KV decode kernel family on the GPU against an independent float64 reference (per
+sequence, on the logical cache): every compiled head-dim pair and dtype, GQA ratios up to 128,
+Lq 1..32 with and without the bottom-right causal mask, contiguous and shuffled paged caches,
+lengths 0, 1, odd and long, NaN in every position no length covers, every split count, MLA with V
+a view of K, forward's routing of short queries, torch.compile and CUDA-graph replay. Outputs come
+from an allocator poisoned with NaN, so a row the kernel forgets to write fails."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import torch
+
+import ffpa_attn
+from _cpu_helpers import ref_attention
+from _decode_ref import paged, reference
+from ffpa_attn import FFPAFallbackWarning
+
+pytestmark = pytest.mark.requires_cuda
+
+_INFO = ffpa_attn.build_info() if ffpa_attn.extension_available() else {}
+PAIRS = sorted(tuple(p) for p in (_INFO.get("head_dim_pairs") or {}).get("decode", []))
+DTYPES = [d for d in (torch.float16, torch.bfloat16) if str(d).split(".")[-1] in (_INFO.get("dtypes") or [])]
+TOL = {torch.float16: dict(atol=5e-3, rtol=5e-3), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
+LSE_TOL = dict(atol=2e-3, rtol=1e-4)
+
+
+def _pick(d, dv=None):
+    """(d, dv) if compiled, else the compiled pair nearest to it (CI builds a reduced set)."""
+    want = (d, d if dv is None else dv)
+    if not PAIRS:
+        pytest.skip("no decode kernel in this build")
+    return want if want in PAIRS else min(PAIRS, key=lambda p: abs(p[0] - want[0]) + abs(p[1] - want[1]))
+
+
+def poison():
+    """Fill the caching allocator's free blocks with NaN bytes (0xFF), large and small pools."""
+    big = torch.empty(96 << 20, dtype=torch.uint8, device="cuda").fill_(0xFF)
+    small = [torch.empty(1 << 16, dtype=torch.uint8, device="cuda").fill_(0xFF) for _ in range(64)]
+    del big, small
+
+
+def run_case(B, Lq, Hq, Hkv, S, D, Dv, dtype, *, causal=False, lens=None, page=0, splits=None, seed=0,
+             v_view_of_k=False):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, Lq, Hq, D, generator=g).to(dtype)
+    k = torch.randn(B, S, Hkv, D, generator=g).to(dtype)
+    v = k[..., :Dv] if v_view_of_k else torch.randn(B, S, Hkv, Dv, generator=g).to(dtype)
+    lens = torch.full((B,), S, dtype=torch.int32) if lens is None else torch.tensor(lens, dtype=torch.int32)
+    want, want_lse = reference(q.double(), k.double(), v.double(), lens, causal)
+    if not v_view_of_k:  # nothing past a length may reach the output
+        for b in range(B):
+            k[b, int(lens[b]):] = math.nan
+            v[b, int(lens[b]):] = math.nan
+    table = None
+    if page:
+        if v_view_of_k:
+            pk, _, table = paged(g, k, k, page)
+            kc = pk.cuda()
+            vc = kc[..., :Dv]
+        else:
+            pk, pv, table = paged(g, k, v, page)
+            kc, vc = pk.cuda(), pv.cuda()
+        table = table.cuda()
+    else:
+        kc = k.cuda()
+        vc = kc[..., :Dv] if v_view_of_k else v.cuda()
+    poison()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FFPAFallbackWarning)  # the decode kernel runs, no fallback
+        out, lse = ffpa_attn.decode(q.cuda(), kc, vc, cache_seqlens=lens.cuda(), block_table=table, causal=causal,
+                                    return_lse=True, num_splits=splits, strict=True)
+    torch.cuda.synchronize()
+    assert out.shape == (B, Lq, Hq, Dv) and out.dtype == dtype and lse.shape == (B, Hq, Lq)
+    torch.testing.assert_close(out.cpu().double(), want, **TOL[dtype])
+    torch.testing.assert_close(lse.cpu().double(), want_lse, **LSE_TOL)
+    return out, lse
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}x{p[1]}")
+@pytest.mark.parametrize("page", [0, 64], ids=["contiguous", "paged64"])
+def test_every_head_dim_pair_and_dtype(pair, dtype, page):
+    D, Dv = pair
+    run_case(2, 2, 8, 2, 320, D, Dv, dtype, causal=True, lens=[320, 129], page=page, seed=D)
+
+
+@pytest.mark.parametrize("ratio", [1, 4, 8, 16, 128])
+def test_gqa_ratios(ratio):
+    D, Dv = _pick(128)
+    Hkv = 1 if ratio == 128 else 2
+    run_case(2, 1, Hkv * ratio, Hkv, 1024, D, Dv, DTYPES[-1], lens=[1024, 555], page=16, seed=ratio)
+
+
+@pytest.mark.parametrize("Lq", [1, 2, 7, 32])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("page", [0, 16, 64], ids=["contiguous", "paged16", "paged64"])
+def test_query_rows_causal_and_layouts(Lq, causal, page):
+    D, Dv = _pick(128)
+    run_case(4, Lq, 8, 2, 512, D, Dv, DTYPES[-1], causal=causal, lens=[512, 1, 0, 77], page=page, seed=Lq)
+
+
+@pytest.mark.parametrize("S", [1, 17, 4097, 32768])
+def test_cache_lengths(S):
+    D, Dv = _pick(64)
+    B = 1 if S > 4097 else 2
+    run_case(B, 1, 8, 1, S, D, Dv, DTYPES[0], lens=[S] * B, seed=S)
+
+
+def test_every_split_count():
+    """Forced split counts from 1 to one per 64-key tile (and past it: capped), equal results."""
+    D, Dv = _pick(128)
+    S = 1000
+    for splits in list(range(1, 17)) + [128]:
+        run_case(3, 3, 8, 2, S, D, Dv, DTYPES[-1], causal=True, lens=[1000, 3, 0], splits=splits, seed=7)
+
+
+@pytest.mark.parametrize("page", [0, 64], ids=["contiguous", "paged64"])
+def test_mla_with_v_a_view_of_k(page):
+    if (576, 512) not in PAIRS:
+        pytest.skip("MLA's 576/512 is not in this build")
+    run_case(2, 2, 16, 1, 640, 576, 512, DTYPES[-1], causal=True, lens=[640, 100], page=page, v_view_of_k=True)
+
+
+def _kernel_names(fn):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events()}
+
+
+@pytest.mark.parametrize("L", [1, 5, 64])
+def test_forward_routes_short_queries_to_decode(L):
+    D, Dv = _pick(128)
+    if (D, Dv) not in {tuple(p) for p in _INFO["head_dim_pairs"].get("fa2", [])} | set(PAIRS):
+        pytest.skip("pair not compiled")
+    g = torch.Generator().manual_seed(L)
+    q = torch.randn(2, 8, L, D, generator=g).to(torch.bfloat16)
+    k = torch.randn(2, 2, 700, D, generator=g).to(torch.bfloat16)
+    v = torch.randn(2, 2, 700, Dv, generator=g).to(torch.bfloat16)
+    qc, kc, vc = q.cuda(), k.cuda(), v.cuda()
+    res = {}
+    names = _kernel_names(lambda: res.setdefault("out", ffpa_attn.forward(
+        qc, kc, vc, is_causal=True, causal_align="bottom_right", enable_gqa=True, return_lse=True, strict=True)))
+    out, lse = res["out"]
+    on_decode = any("decode_split_kernel" in n for n in names)
+    assert on_decode == (L <= 32), sorted(names)
+    want, want_lse = ref_attention(q, k, v, is_causal=True, enable_gqa=True, causal_bottom_right=True)
+    assert out.shape == (2, 8, L, Dv) and out.is_contiguous()
+    torch.testing.assert_close(out.cpu().double(), want, **TOL[torch.bfloat16])
+    torch.testing.assert_close(lse.cpu().double(), want_lse, **LSE_TOL)
+
+
+def test_compile_fullgraph_and_cuda_graph_replay():
+    D, Dv = _pick(128)
+    g = torch.Generator().manual_seed(5)
+    B, S, page = 3, 1024, 64
+    q = torch.randn(B, 1, 8, D, generator=g).to(torch.bfloat16)
+    k = torch.randn(B, S, 2, D, generator=g).to(torch.bfloat16)
+    v = torch.randn(B, S, 2, Dv, generator=g).to(torch.bfloat16)
+    pk, pv, table = paged(g, k, v, page)
+    qc, pkc, pvc, tc = q.cuda(), pk.cuda(), pv.cuda(), table.cuda()
+    lens = torch.tensor([1024, 300, 1], dtype=torch.int32, device="cuda")
+
+    def step(qq, ll):
+        return ffpa_attn.decode(qq, pkc, pvc, cache_seqlens=ll, block_table=tc, return_lse=True)
+
+    eager = step(qc, lens)
+    compiled = torch.compile(step, fullgraph=True)(qc, lens)
+    torch.testing.assert_close(compiled[0], eager[0], atol=0, rtol=0)
+    torch.testing.assert_close(compiled[1], eager[1], atol=0, rtol=0)
+
+    static_q, static_lens = qc.clone(), lens.clone()
+    step(static_q, static_lens)  # warm-up outside the capture (workspace, opt-in)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out_g, lse_g = step(static_q, static_lens)
+    new_q = torch.randn(B, 1, 8, D, generator=g).to(torch.bfloat16)
+    new_lens = torch.tensor([5, 1024, 640], dtype=torch.int32)
+    static_q.copy_(new_q.cuda())
+    static_lens.copy_(new_lens.cuda())
+    graph.replay()
+    torch.cuda.synchronize()
+    want, want_lse = reference(new_q.double(), k.double(), v.double(), new_lens, False)
+    torch.testing.assert_close(out_g.cpu().double(), want, **TOL[torch.bfloat16])
+    torch.testing.assert_close(lse_g.cpu().double(), want_lse, **LSE_TOL)
+
+
+def test_bad_values_are_clamped_not_read_out_of_bounds():
+    """A length above the capacity (unchecked without FFPA_DEBUG_CHECKS) reads the cache, no further."""
+    D, Dv = _pick(128)
+    q = torch.randn(1, 1, 4, D, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(1, 100, 1, D, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(1, 100, 1, Dv, device="cuda", dtype=torch.bfloat16)
+    big = ffpa_attn.decode(q, k, v, cache_seqlens=torch.tensor([10 ** 6], dtype=torch.int32, device="cuda"))
+    full = ffpa_attn.decode(q, k, v)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(big, full, atol=0, rtol=0)
