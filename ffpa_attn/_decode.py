@@ -44,7 +44,7 @@ from .interface import forward
 __all__ = ["decode", "MAX_DECODE_QUERIES", "PAGE_SIZES"]
 
 MAX_DECODE_QUERIES = 32
-MAX_SPLITS = 128  # csrc/launch/heuristics.h kMaxDecodeSplits
+MAX_SPLITS = 256  # csrc/launch/heuristics.h kMaxDecodeSplits
 PAGE_SIZES = tuple(range(16, 257, 16))
 
 
@@ -226,7 +226,7 @@ def decode(
 ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     """Attention of ``Lq`` (1..32) new query rows against a KV cache; see the module doc.
 
-    ``num_splits`` (None = auto, else 1..128) forces the split-KV factor of the decode kernel (how
+    ``num_splits`` (None = auto, else 1..256) forces the split-KV factor of the decode kernel (how
     many key ranges of each sequence run in parallel blocks, merged by LSE); capped at one per 64 keys. ``strict=True`` raises instead of falling back to torch SDPA
     where our kernels cannot run the call. Bad arguments raise ``FFPATypeError`` / ``FFPAValueError``
     naming them, also under ``torch.compile(fullgraph=True)``.

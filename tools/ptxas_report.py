@@ -1,58 +1,67 @@
 #!/usr/bin/env python3
-"""Turn the `-Xptxas -v` lines of a build log into a markdown table: kernel, arch, registers,
-spills, stack. Used by scripts/gpu_check.sh to write the README's resource table."""
+"""Turn the `-Xptxas -v` lines of a build log into a markdown table: kernel, dtype, head dims, arch,
+ring depth, registers, spills, stack. Used by scripts/gpu_check.sh (ptxas.md); the launch shape of
+each kernel (tile, threads, shared memory) is in resources.md (tools/resource_table.py).
+
+Kernel names are read from the mangled entry names: FFPA (FfpaTraits<elem, D, Dv, Level, tile,
+AccMode>, ring depth), FA-2 (Fa2Traits<elem, D, Dv, tile<D, wgmma>>, ring depth) and the decode
+family (decode_split_kernel<elem, D, Dv>, decode_merge_kernel<elem>). A kernel the patterns do not
+know is listed under its mangled name rather than dropped."""
 import re
 import sys
 
 ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 REGS = re.compile(r"Used (\d+) registers")
-TRAITS = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)ENS_4TileILi(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E")
-ACC = re.compile(r"AccModeE(\d)")
-ACC_NAMES = {"0": "", "1": " fp16acc", "2": " mixedacc"}
-FA2 = re.compile(r"Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_7Fa2TileILi(\d+)ELi(\d+)ELi(\d+)E")
-FA2W = re.compile(r"Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_12Fa2WgmmaTileILi(\d+)ELi(\d+)ELi(\d+)E")
-FA2_STAGES = re.compile(r"ELi(\d)EEEvNS_9FwdParamsE$")  # ring depth of a kernel compiled for one
 DT = {"6__half": "fp16", "13__nv_bfloat16": "bf16"}
+ACC_NAMES = {"0": "", "1": " fp16acc", "2": " mixedacc"}
+FFPA = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)E.*?AccModeE(\d)EEELi(\d+)EEEvNS_9FwdParamsE$")
+FA2 = re.compile(r"(fa2_fwd(?:_wgmma)?)_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)E.*?ELi(\d+)EEEvNS_9FwdParamsE$")
+DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)EEEvNS_12DecodeParamsE$")
+MERGE = re.compile(r"decode_merge_kernelI(\w+?)EEvNS_12DecodeParamsE$")
+
+
+def dims(d, dv):
+    return d if d == dv else f"{d}/{dv}"
+
+
+def describe(name):
+    """(kernel, dtype, head dims, ring depth) of one mangled entry name."""
+    if m := FFPA.search(name):
+        dt, d, dv, lvl, acc, depth = m.groups()
+        return f"L{lvl}{ACC_NAMES.get(acc, '')}", DT.get(dt, dt), dims(d, dv), depth if depth != "0" else "launch"
+    if m := FA2.search(name):
+        kind, dt, d, dv, depth = m.groups()
+        return ("FA2 wgmma" if kind.endswith("wgmma") else "FA2"), DT.get(dt, dt), dims(d, dv), depth
+    if m := DECODE.search(name):
+        dt, d, dv = m.groups()
+        return "decode", DT.get(dt, dt), dims(d, dv), "-"
+    if m := MERGE.search(name):
+        return "decode merge", DT.get(m.group(1), m.group(1)), "-", "-"
+    return name, "-", "-", "-"
+
+
+def _order(row):
+    d = str(row[2]).split("/")[0]
+    return (row[0], row[1], int(d) if d.isdigit() else 0, str(row[2]), row[3], str(row[4]))
 
 
 def main(path):
-    rows, cur, frame = [], None, None
+    rows, cur, frame = set(), None, None
     for line in open(path, errors="replace"):
         if m := ENTRY.search(line):
             cur, frame = m.groups(), None
         elif cur and (m := FRAME.search(line)):
             frame = tuple(int(x) for x in m.groups())
         elif cur and frame and (m := REGS.search(line)):
-            t = TRAITS.search(cur[0])
-            f = FA2.search(cur[0])
-            fw = FA2W.search(cur[0])
-            if t:
-                dt, d, dv, lvl, wm, wn, bn, cd = t.groups()
-                a = ACC.search(cur[0][t.end():])
-                name = int(d) if d == dv else f"{d}/{dv}"
-                st = FA2_STAGES.search(cur[0])  # L1's fixed-depth kernels (0: depth read at launch)
-                depth = f" {st.group(1)}-stage" if st and st.group(1) != "0" else ""
-                rows.append((f"L{lvl}{ACC_NAMES.get(a.group(1), '') if a else ''}{depth}", DT.get(dt, dt), name, cur[1], 16 * int(wm), int(bn), int(cd),
-                             32 * int(wm) * int(wn), int(m.group(1)), frame))
-            elif fw:
-                dt, d, dv, wg, bn, _ = fw.groups()
-                name = int(d) if d == dv else f"{d}/{dv}"
-                st = FA2_STAGES.search(cur[0])
-                rows.append((f"FA2 wgmma {st.group(1)}-stage" if st else "FA2 wgmma", DT.get(dt, dt), name, cur[1],
-                             64 * int(wg), int(bn), int(d), 128 * int(wg), int(m.group(1)), frame))
-            elif f:
-                dt, d, dv, w, mt, bn = f.groups()
-                name = int(d) if d == dv else f"{d}/{dv}"
-                st = FA2_STAGES.search(cur[0])
-                rows.append((f"FA2 {st.group(1)}-stage" if st else "FA2", DT.get(dt, dt), name, cur[1], 16 * int(mt) * int(w), int(bn), int(d),
-                             32 * int(w), int(m.group(1)), frame))
+            kernel, dt, d, depth = describe(cur[0])
+            rows.add((kernel, dt, d, cur[1], depth, int(m.group(1)), frame))
             cur = None
-    print("| kernel | dtype | D | arch | Br | Bc | chunk | threads | registers | spill st/ld (B) | stack (B) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for lvl, dt, d, arch, br, bc, cd, th, regs, (stack, st, ld) in sorted(set(rows), key=lambda r: (r[0], r[1], int(str(r[2]).split("/")[0]), str(r[2]), r[3])):
+    print("| kernel | dtype | D | arch | ring depth | registers | spill st/ld (B) | stack (B) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kernel, dt, d, arch, depth, regs, (stack, st, ld) in sorted(rows, key=_order):
         flag = " SPILL" if st or ld else ""
-        print(f"| {lvl} | {dt} | {d} | {arch} | {br} | {bc} | {cd} | {th} | {regs} | {st}/{ld}{flag} | {stack} |")
+        print(f"| {kernel} | {dt} | {d} | {arch} | {depth} | {regs} | {st}/{ld}{flag} | {stack} |")
 
 
 if __name__ == "__main__":

@@ -12,22 +12,56 @@
 
 namespace ffpa::launch {
 
-template <typename Element, int kHeadDim, int kHeadDimV>
-__global__ void __launch_bounds__(DecodeTraits<kHeadDim, kHeadDimV>::kThreads,
-                                  DecodeTraits<kHeadDim, kHeadDimV>::kMinBlocks)
+template <typename Element, int kHeadDim, int kHeadDimV, bool kSharedKV>
+__global__ void __launch_bounds__(DecodeTraits<kHeadDim, kHeadDimV, kSharedKV>::kThreads,
+                                  DecodeTraits<kHeadDim, kHeadDimV, kSharedKV>::kMinBlocks)
     decode_split_kernel(DecodeParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  kernels::DecodeFwd<Element, kHeadDim, kHeadDimV>::run(p);
+  kernels::DecodeFwd<Element, kHeadDim, kHeadDimV, kSharedKV>::run(p);
 #endif
 }
 
 template <typename Element, int kHeadDim, int kHeadDimV>
 struct DecodeLauncher<Element, kHeadDim, kHeadDimV>::Impl {
-  using Traits = DecodeTraits<kHeadDim, kHeadDimV>;
-  static inline bool smem_opted_in[64] = {};
-  static constexpr auto kernel = &decode_split_kernel<Element, kHeadDim, kHeadDimV>;
+  // One kernel variant: separate K and V, or (pairs with Dv < D: MLA) V read from K's slots.
+  template <bool kShared>
+  struct Variant {
+    using Traits = DecodeTraits<kHeadDim, kHeadDimV, kShared>;
+    static inline bool smem_opted_in[64] = {};
+    static constexpr auto kernel = &decode_split_kernel<Element, kHeadDim, kHeadDimV, kShared>;
+    static cudaError_t prepare() { return opt_in_smem(kernel, Traits::kSmemBytes, smem_opted_in); }
+  };
+  using Traits = typename Variant<false>::Traits;
+  static constexpr auto kernel = Variant<false>::kernel;
+  static constexpr bool kHasShared = kHeadDimV < kHeadDim;
+  // V is the first Dv columns of K (same memory, same strides): MLA's single cache.
+  static bool shared_kv(const DecodeParams& p) {
+    return kHasShared && p.v == p.k && p.v_batch_stride == p.k_batch_stride && p.v_row_stride == p.k_row_stride &&
+           p.v_head_stride == p.k_head_stride;
+  }
+  template <bool kShared>
+  static int splits(const DecodeParams& p) {
+    using V = Variant<kShared>;
+    const int per_sm = V::prepare() == cudaSuccess
+                           ? resident_blocks_per_sm(V::kernel, V::Traits::kThreads, V::Traits::kSmemBytes)
+                           : 1;
+    const int64_t base = static_cast<int64_t>(p.batch) * p.heads_kv * row_tiles(p);
+    const int key_tiles = (p.len_kv + V::Traits::kBlockN - 1) / V::Traits::kBlockN;
+    return choose_decode_splits(base, key_tiles, per_sm, num_sms());
+  }
+  template <bool kShared>
+  static cudaError_t launch(const DecodeParams& p, cudaStream_t stream) {
+    using V = Variant<kShared>;
+    if (V::Traits::kSmemBytes > max_smem_optin()) return cudaErrorInvalidConfiguration;
+    cudaError_t err = V::prepare();
+    if (err != cudaSuccess) return err;
+    const int64_t blocks_x = static_cast<int64_t>(row_tiles(p)) * p.num_splits;
+    if (blocks_x > 0x7fffffff) return cudaErrorInvalidConfiguration;
+    const dim3 grid(static_cast<unsigned>(blocks_x), p.heads_kv, p.batch);
+    V::kernel<<<grid, V::Traits::kThreads, V::Traits::kSmemBytes, stream>>>(p);
+    return cudaGetLastError();
+  }
 
-  static cudaError_t prepare() { return opt_in_smem(kernel, Traits::kSmemBytes, smem_opted_in); }
   static int row_tiles(const DecodeParams& p) {
     return ((p.heads_q / p.heads_kv) * p.len_q + Traits::kRows - 1) / Traits::kRows;
   }
@@ -70,28 +104,20 @@ cudaError_t DecodeLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages, b
 
 template <typename Element, int kHeadDim, int kHeadDimV>
 int DecodeLauncher<Element, kHeadDim, kHeadDimV>::splits(DecodeParams p) {
-  using Traits = typename Impl::Traits;
   if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return 1;
-  const int per_sm = Impl::prepare() == cudaSuccess
-                         ? resident_blocks_per_sm(Impl::kernel, Traits::kThreads, Traits::kSmemBytes)
-                         : 1;
-  const int64_t base = static_cast<int64_t>(p.batch) * p.heads_kv * Impl::row_tiles(p);
-  const int key_tiles = (p.len_kv + Traits::kBlockN - 1) / Traits::kBlockN;
-  return choose_decode_splits(base, key_tiles, per_sm, num_sms());
+  if constexpr (Impl::kHasShared)
+    if (Impl::shared_kv(p)) return Impl::template splits<true>(p);
+  return Impl::template splits<false>(p);
 }
 
 template <typename Element, int kHeadDim, int kHeadDimV>
 cudaError_t DecodeLauncher<Element, kHeadDim, kHeadDimV>::run(DecodeParams p, cudaStream_t stream) {
-  using Traits = typename Impl::Traits;
   if (!Impl::params_ok(p)) return cudaErrorInvalidValue;
-  if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorInvalidConfiguration;
-  cudaError_t err = Impl::prepare();
-  if (err != cudaSuccess) return err;
-  const int64_t blocks_x = static_cast<int64_t>(Impl::row_tiles(p)) * p.num_splits;
-  if (blocks_x > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  const dim3 grid(static_cast<unsigned>(blocks_x), p.heads_kv, p.batch);
-  Impl::kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);
-  err = cudaGetLastError();
+  cudaError_t err;
+  if constexpr (Impl::kHasShared)
+    err = Impl::shared_kv(p) ? Impl::template launch<true>(p, stream) : Impl::template launch<false>(p, stream);
+  else
+    err = Impl::template launch<false>(p, stream);
   if (err != cudaSuccess || p.num_splits == 1) return err;
   const int64_t items = static_cast<int64_t>(p.batch) * p.heads_kv * (p.heads_q / p.heads_kv) * p.len_q;
   if (items > 0x7fffffff) return cudaErrorInvalidConfiguration;

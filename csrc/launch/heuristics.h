@@ -99,28 +99,35 @@ cudaError_t opt_in_smem(Kernel kernel, int bytes, bool (&done)[64]) {
 }
 
 // Split-KV decode: how many key ranges each sequence is cut into. `base_blocks` blocks run
-// without splitting (batch x KV heads x row tiles); each split multiplies them. The split count is
-// the smallest whose grid fills the GPU's resident-block slots (sms x blocks_per_sm) within 85% of
-// the best wave efficiency any count reaches (a grid of 1.3 waves runs as 2: its last wave mostly
-// idle), keeping at least two KV tiles of `key_tiles` per split and at most kMaxDecodeSplits
-// (merge cost). Sizes only: no device read, so a CUDA graph can capture the call.
-constexpr int kMaxDecodeSplits = 128;
+// without splitting (batch x KV heads x row tiles); each split multiplies them and divides the
+// key tiles one block walks. The kernel is memory-bound: a wave of n resident blocks moves bytes at
+// the full rate once n reaches kDecodeSaturation of the slots (sms x blocks_per_sm), and
+// proportionally slower below. So a wave costs max(n, saturation x slots) block-times, and
+//   T(s) = (key_tiles / s + kDecodeBlockOverheadTiles) x sum over waves of max(n_wave, saturation x slots)
+// is minimised over s = 1 .. min(key_tiles / 2, 256). Small batches with long contexts get one
+// wave that fills the GPU; a batch that fills it alone stays at one split or a few (a last wave
+// mostly empty costs as much as a saturated one). Sizes only: no device read, so a CUDA graph can
+// capture the call.
+constexpr int kMaxDecodeSplits = 256;
+constexpr double kDecodeBlockOverheadTiles = 2.0;  // Q load, pipeline fill, epilogue, the merge's share
+constexpr double kDecodeSaturation = 0.8;
+inline double decode_time_model(int64_t base_blocks, int key_tiles, int64_t slots, int s) {
+  const int64_t blocks = base_blocks * s;
+  const int64_t full = blocks / slots, rest = blocks % slots;
+  const double sat = kDecodeSaturation * static_cast<double>(slots);
+  const double cost = static_cast<double>(full * slots) + (rest > 0 ? (rest > sat ? static_cast<double>(rest) : sat) : 0.0);
+  return (static_cast<double>(key_tiles) / s + kDecodeBlockOverheadTiles) * cost;
+}
 inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms) {
   if (base_blocks <= 0 || key_tiles <= 2) return 1;
   const int64_t slots = static_cast<int64_t>(sms > 0 ? sms : 1) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
   int limit = key_tiles / 2;
   if (limit > kMaxDecodeSplits) limit = kMaxDecodeSplits;
-  if (limit < 1) limit = 1;
-  auto efficiency = [&](int s) {
-    const double waves = static_cast<double>(base_blocks * s) / static_cast<double>(slots);
-    const double whole = static_cast<double>(static_cast<int64_t>(waves) + (waves > static_cast<int64_t>(waves)));
-    return waves / whole;
-  };
-  double best = 0.0;
-  for (int s = 1; s <= limit; ++s) best = efficiency(s) > best ? efficiency(s) : best;
-  for (int s = 1; s <= limit; ++s)
-    if (efficiency(s) >= 0.85 * best) return s;
-  return 1;
+  int best = 1;
+  for (int s = 2; s <= limit; ++s)
+    if (decode_time_model(base_blocks, key_tiles, slots, s) < decode_time_model(base_blocks, key_tiles, slots, best))
+      best = s;
+  return best;
 }
 
 }  // namespace ffpa::launch

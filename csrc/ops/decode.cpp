@@ -121,6 +121,9 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
   p.block_table = paged ? block_table->data_ptr<int>() : nullptr;
   p.block_table_stride = paged ? block_table->stride(0) : 0;
   p.page_size = static_cast<int>(page_size);
+  p.page_shift = -1;
+  for (int sh = 0; sh < 31; ++sh)
+    if ((int64_t{1} << sh) == page_size) p.page_shift = sh;
   if (capacity == 0) {  // an empty cache: every row is 0 with LSE -inf
     out.zero_();
     lse.fill_(-INFINITY);

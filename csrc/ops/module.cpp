@@ -10,6 +10,7 @@
 #include "generated/build_manifest.h"
 #include "launch/ffpa_fwd.h"
 #include "launch/ffpa_heuristic.h"
+#include "launch/heuristics.h"
 
 namespace py = pybind11;
 
@@ -93,6 +94,11 @@ int pick_ffpa_level(int head_dim, int head_dim_v, int len_q, int len_kv, int64_t
   return pick_ffpa_level(q, have);
 }
 
+// The split count an auto decode call uses (launch/heuristics.h), for explicit sizes (no GPU needed).
+int decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms) {
+  return ffpa::launch::choose_decode_splits(base_blocks, key_tiles, blocks_per_sm, sms);
+}
+
 // The FA-2 family's tensor-core path (launch/ffpa_fwd.h, Fa2Mma): "auto", "sync" or "wgmma".
 void set_fa2_mma(const std::string& mode) {
   using ffpa::launch::Fa2Mma;
@@ -121,6 +127,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("pick_ffpa_level", &pick_ffpa_level, py::arg("head_dim"), py::arg("head_dim_v"), py::arg("len_q"),
         py::arg("len_kv"), py::arg("batch_heads"), py::arg("compiled"),
         "The FFPA level an auto call would run (csrc/launch/ffpa_heuristic.cpp), for explicit inputs");
+  m.def("decode_splits", &decode_splits, py::arg("base_blocks"), py::arg("key_tiles"), py::arg("blocks_per_sm"),
+        py::arg("sms"), "The split-KV count an auto decode call picks (csrc/launch/heuristics.h), for explicit sizes");
   m.def("set_fa2_mma", &set_fa2_mma, py::arg("mode"),
         "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
         "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)");

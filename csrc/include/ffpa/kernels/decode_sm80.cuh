@@ -6,11 +6,13 @@
 // of its sequence; with more than one split it writes a normalised fp32 partial and its LSE, and
 // decode_merge_kernel combines them (the attention-state merge of attn/state.cuh).
 //
-// Inside a block the warps (4, or 8 for Dv > 512) split each 64-key tile for S = Q K^T (warp w:
+// Inside a block the warps (4, or 8 for Dv > 512 and shared K/V) split each 64-key tile for S = Q K^T (warp w:
 // 64 / warps keys, full head dim) and the output columns for O += P V (warp w: its share of every
 // chunk's columns); the row max and P cross warps through shared memory. K and V stream through one
 // cp.async ring of slots of 64 keys x `chunk` head-dim columns, K chunks then V chunks of a tile,
 // so shared memory is bounded by the chunk and every head dim up to 1024 (and 576/512) runs here.
+// With kSharedKV (MLA's single cache: V = the first Dv columns of K) only K is loaded and P V reads
+// V from the K slots of the same tile.
 #pragma once
 #include <cstdint>
 #include <math_constants.h>
@@ -25,9 +27,9 @@
 
 namespace ffpa::kernels {
 
-template <typename Element, int kHeadDim, int kHeadDimV>
+template <typename Element, int kHeadDim, int kHeadDimV, bool kSharedKV = false>
 struct DecodeFwd {
-  using Traits = DecodeTraits<kHeadDim, kHeadDimV>;
+  using Traits = DecodeTraits<kHeadDim, kHeadDimV, kSharedKV>;
   using Num = Numeric<Element>;
   using QTile = typename Traits::QTile;
   using KvTile = typename Traits::KvTile;
@@ -101,13 +103,53 @@ struct DecodeFwd {
     }
   }
 
+  // Where this thread's rows of a KV tile live: the page (the batch for a contiguous cache) and the
+  // row inside it, one pair per load pass. Computed once per tile; with a page table, the page
+  // indices of the next tile are read one tile ahead, so the table's latency hides behind loads.
+  struct Rows {
+    int page[kLoadPasses];
+    int row[kLoadPasses];
+    int next_page[kLoadPasses];
+  };
+
+  static __device__ __forceinline__ int load_row(int pass, int tid) {
+    return tid / kUnitsPerRow + pass * (kThreads / kUnitsPerRow);
+  }
+
+  // The table entries of tile `tile` of this thread's rows (keys past the range read the last valid one).
+  static __device__ __forceinline__ void lookup(const DecodeParams& p, const Work& w, int tile, int tid,
+                                                int (&page)[kLoadPasses]) {
+    const int* table = p.block_table + w.batch * p.block_table_stride;
+#pragma unroll
+    for (int pass = 0; pass < kLoadPasses; ++pass) {
+      const int key = min(w.n_begin + tile * kBlockN + load_row(pass, tid), w.n_end - 1);
+      page[pass] = __ldg(table + (p.page_shift >= 0 ? key >> p.page_shift : key / p.page_size));
+    }
+  }
+
+  static __device__ __forceinline__ void enter_tile(const DecodeParams& p, const Work& w, int tile, int tid, Rows& rows) {
+#pragma unroll
+    for (int pass = 0; pass < kLoadPasses; ++pass) {
+      const int key = min(w.n_begin + tile * kBlockN + load_row(pass, tid), w.n_end - 1);
+      if (p.block_table != nullptr) {
+        rows.page[pass] = rows.next_page[pass];
+        rows.row[pass] = p.page_shift >= 0 ? key & (p.page_size - 1) : key % p.page_size;
+      } else {
+        rows.page[pass] = w.batch;
+        rows.row[pass] = key;
+      }
+    }
+    if (p.block_table != nullptr) lookup(p, w, tile + 1, tid, rows.next_page);
+  }
+
   // Ring load i: KV tile i / kChunksPerTile of the block's keys, chunk i % kChunksPerTile (the K
   // chunks, then the V chunks), into slot i % kStages; keys past n_end are zero-filled, not read.
   // Always commits a group (empty past the end) so the wait counts stay uniform.
   static __device__ __forceinline__ void issue(const DecodeParams& p, const Work& w, uint32_t ring, int i, int n_chunks,
-                                               int tid) {
+                                               int tid, Rows& rows) {
     if (i < n_chunks) {
       const int tile = i / kChunksPerTile, c = i % kChunksPerTile;
+      if (c == 0) enter_tile(p, w, tile, tid, rows);
       const bool is_k = c < kKChunks;
       const int col0 = (is_k ? c : c - kKChunks) * kChunk;
       const int64_t bs = is_k ? p.k_batch_stride : p.v_batch_stride;
@@ -116,22 +158,11 @@ struct DecodeFwd {
       const int u = tid % kUnitsPerRow;
       const Element* base = static_cast<const Element*>(is_k ? p.k : p.v) + w.head_kv * hs + col0 + u * 8;
       const uint32_t slot = ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes);
-      const int* table = p.block_table != nullptr ? p.block_table + w.batch * p.block_table_stride : nullptr;
 #pragma unroll
       for (int pass = 0; pass < kLoadPasses; ++pass) {
-        const int r = tid / kUnitsPerRow + pass * (kThreads / kUnitsPerRow);
-        const int key = w.n_begin + tile * kBlockN + r;
-        const bool valid = key < w.n_end;
-        const int kk = valid ? key : w.n_begin;
-        int64_t page, row;
-        if (table != nullptr) {
-          page = __ldg(table + kk / p.page_size);
-          row = kk % p.page_size;
-        } else {
-          page = w.batch;
-          row = kk;
-        }
-        ptx::cp_async_cg_16(slot + KvTile::unit_offset(r, u), base + page * bs + row * rs, valid);
+        const int r = load_row(pass, tid);
+        const bool valid = w.n_begin + tile * kBlockN + r < w.n_end;
+        ptx::cp_async_cg_16(slot + KvTile::unit_offset(r, u), base + rows.page[pass] * bs + rows.row[pass] * rs, valid);
       }
     }
     ptx::cp_async_commit_group();
@@ -140,10 +171,10 @@ struct DecodeFwd {
   // One ring step: slot i has landed for every thread, and slot (i - 1) % kStages is free again,
   // so the load kStages - 1 ahead goes into it.
   static __device__ __forceinline__ uint32_t ring_step(const DecodeParams& p, const Work& w, uint32_t ring, int i,
-                                                       int n_chunks, int tid) {
+                                                       int n_chunks, int tid, Rows& rows) {
     ptx::cp_async_wait_group<kStages - 2>();
     __syncthreads();
-    issue(p, w, ring, i + kStages - 1, n_chunks, tid);
+    issue(p, w, ring, i + kStages - 1, n_chunks, tid, rows);
     return ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes);
   }
 
@@ -321,6 +352,78 @@ struct DecodeFwd {
     }
   }
 
+  // The tile loop of separate K and V: one ring of chunk slots, K chunks then V chunks of each tile,
+  // a ring step (wait, barrier, next load) per chunk.
+  static __device__ __forceinline__ void tiles_ring(const DecodeParams& p, const Work& w, int n_tiles, int n_chunks,
+                                                    uint32_t ring, uint32_t q_smem, uint32_t p_smem, float* red_max,
+                                                    const int (&lim)[2], int tid, int warp, int lane, int g, int t4,
+                                                    Rows& rows, float (&o_acc)[kVChunks][kONTiles][4],
+                                                    float (&row_max)[2], float (&row_sum)[2]) {
+    int i = 0;
+    for (int t = 0; t < n_tiles; ++t) {
+      float s_acc[kSNTiles][4];
+#pragma unroll
+      for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
+#pragma unroll
+      for (int c = 0; c < kKChunks; ++c, ++i) {
+        const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);
+        qk_chunk(q_smem + c * QTile::kBytes, slot, warp, lane, s_acc);
+      }
+      softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, row_max, row_sum, o_acc);
+      uint32_t p_frag[kBlockN / 16][4];
+#pragma unroll
+      for (int c = 0; c < kVChunks; ++c, ++i) {
+        const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);  // its barrier also publishes P
+        if (c == 0) {
+#pragma unroll
+          for (int ks = 0; ks < kBlockN / 16; ++ks)
+            ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2),
+                                                                          16 * ks + 8 * (lane / 16)));
+        }
+        pv_chunk(slot, warp, lane, p_frag, o_acc[c]);
+      }
+    }
+  }
+
+  // The tile loop of the shared-K/V variant (V = the first Dv columns of K): the ring holds two
+  // whole tiles of K chunks; tile t + 1 lands while tile t is multiplied, and tile t + 2 is issued
+  // into t's half once every warp has read it. P V reads V from the K slots of its own tile.
+  static __device__ __forceinline__ void tiles_shared(const DecodeParams& p, const Work& w, int n_tiles, int n_chunks,
+                                                      uint32_t ring, uint32_t q_smem, uint32_t p_smem, float* red_max,
+                                                      const int (&lim)[2], int tid, int warp, int lane, int g, int t4,
+                                                      Rows& rows, float (&o_acc)[kVChunks][kONTiles][4],
+                                                      float (&row_max)[2], float (&row_sum)[2]) {
+    for (int t = 0; t < n_tiles; ++t) {
+      const uint32_t half = ring + static_cast<uint32_t>((t % 2) * kKChunks * KvTile::kBytes);
+      float s_acc[kSNTiles][4];
+#pragma unroll
+      for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
+#pragma unroll
+      for (int c = 0; c < kKChunks; ++c) {
+        // Pending: this tile's chunks after c and the next tile's kKChunks.
+        ptx::cp_async_wait_group_upto<2 * kKChunks - 1>(2 * kKChunks - 1 - c);
+        __syncthreads();
+        qk_chunk(q_smem + c * QTile::kBytes, half + c * KvTile::kBytes, warp, lane, s_acc);
+      }
+      softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, row_max, row_sum, o_acc);
+      __syncthreads();  // P is complete
+      uint32_t p_frag[kBlockN / 16][4];
+#pragma unroll
+      for (int ks = 0; ks < kBlockN / 16; ++ks)
+        ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2),
+                                                                      16 * ks + 8 * (lane / 16)));
+#pragma unroll
+      for (int c = 0; c < kVChunks; ++c) pv_chunk(half + c * KvTile::kBytes, warp, lane, p_frag, o_acc[c]);
+      __syncthreads();  // every warp is done with this half of the ring
+#pragma unroll
+      for (int c = 0; c < kKChunks; ++c) issue(p, w, ring, (t + 2) * kKChunks + c, n_chunks, tid, rows);
+    }
+  }
+
   static __device__ __forceinline__ void run(const DecodeParams& p) {
     extern __shared__ __align__(1024) char smem[];
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
@@ -337,9 +440,12 @@ struct DecodeFwd {
 
     const int n_tiles = (w.n_end - w.n_begin + kBlockN - 1) / kBlockN;
     const int n_chunks = n_tiles * kChunksPerTile;
+    Rows rows;
+    if (p.block_table != nullptr) lookup(p, w, 0, tid, rows.next_page);
     load_q(p, w, q_smem, tid);  // joins the group of ring load 0
+    // The ring's first loads: kStages - 1 slots ahead (shared K/V: the first two whole tiles).
 #pragma unroll
-    for (int i = 0; i < kStages - 1; ++i) issue(p, w, ring, i, n_chunks, tid);
+    for (int i = 0; i < (kSharedKV ? kStages : kStages - 1); ++i) issue(p, w, ring, i, n_chunks, tid, rows);
 
     // Per-row key limits (exclusive) of rows g and g + 8: the range end, and bottom-right causal.
     int lim[2];
@@ -358,31 +464,12 @@ struct DecodeFwd {
         for (int e = 0; e < 4; ++e) o_acc[c][n][e] = 0.f;
     float row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 
-    int i = 0;
-    for (int t = 0; t < n_tiles; ++t) {
-      float s_acc[kSNTiles][4];
-#pragma unroll
-      for (int n = 0; n < kSNTiles; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
-#pragma unroll
-      for (int c = 0; c < kKChunks; ++c, ++i) {
-        const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid);
-        qk_chunk(q_smem + c * QTile::kBytes, slot, warp, lane, s_acc);
-      }
-      softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, row_max, row_sum, o_acc);
-      uint32_t p_frag[kBlockN / 16][4];
-#pragma unroll
-      for (int c = 0; c < kVChunks; ++c, ++i) {
-        const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid);  // its barrier also publishes P
-        if (c == 0) {
-#pragma unroll
-          for (int ks = 0; ks < kBlockN / 16; ++ks)
-            ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2),
-                                                                          16 * ks + 8 * (lane / 16)));
-        }
-        pv_chunk(slot, warp, lane, p_frag, o_acc[c]);
-      }
+    if constexpr (kSharedKV) {
+      tiles_shared(p, w, n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, o_acc,
+                   row_max, row_sum);
+    } else {
+      tiles_ring(p, w, n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, o_acc,
+                 row_max, row_sum);
     }
     ptx::cp_async_wait_group<0>();
     store(p, w, warp, g, t4, red_sum, o_acc, row_max, row_sum);

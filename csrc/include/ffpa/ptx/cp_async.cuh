@@ -40,6 +40,18 @@ __device__ __forceinline__ void cp_async_wait_group_dyn(int n) {
   }
 }
 
+// Runtime-N variant for N in 0..kMax: a chain of compile-time branches, folded to the one wait
+// where N is a constant after unrolling (a loop index of an unrolled loop).
+template <int kMax>
+__device__ __forceinline__ void cp_async_wait_group_upto(int n) {
+  if constexpr (kMax <= 0) {
+    cp_async_wait_group<0>();
+  } else {
+    if (n >= kMax) cp_async_wait_group<kMax>();
+    else cp_async_wait_group_upto<kMax - 1>(n);
+  }
+}
+
 __device__ __forceinline__ uint32_t smem_u32addr(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
 }

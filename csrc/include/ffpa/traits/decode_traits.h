@@ -31,21 +31,26 @@ constexpr int decode_chunk(int head_dim, int head_dim_v) {
 // accumulator is 16 x Dv fp32 over the block's threads: Dv / 8 registers a thread with 4 warps,
 // which spills past Dv = 512 (D = 1024: 255 registers and 250 bytes of spills), so wider heads
 // take 8 warps (Dv / 16).
-constexpr DecodeTileSpec decode_tile(int head_dim, int head_dim_v) {
+//
+// shared_kv (MLA: V is the first Dv columns of K, one cache): only K is loaded, and P V reads V
+// from the K slots of the same tile, halving the bytes a block moves. The ring then holds two
+// whole KV tiles (the one being multiplied, the next one landing), 8 warps to one block per SM.
+constexpr DecodeTileSpec decode_tile(int head_dim, int head_dim_v, bool shared_kv = false) {
   DecodeTileSpec t{};
-  t.warps = head_dim_v > 512 ? 8 : 4;
+  t.warps = head_dim_v > 512 || shared_kv ? 8 : 4;
   t.min_blocks = t.warps == 8 ? 1 : 2;
   t.chunk = decode_chunk(head_dim, head_dim_v);
   // One 8-warp block per SM gets the ring two smaller blocks would share.
-  t.stages = (t.min_blocks == 1 ? 128 : 64) * 1024 / (t.block_n * t.chunk * 2);
+  t.stages = shared_kv ? 2 * (head_dim / t.chunk) : (t.min_blocks == 1 ? 128 : 64) * 1024 / (t.block_n * t.chunk * 2);
   return t;
 }
 
-template <int kHeadDim_, int kHeadDimV_>
+template <int kHeadDim_, int kHeadDimV_, bool kSharedKV_ = false>
 struct DecodeTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDimV_;
-  static constexpr DecodeTileSpec kSpec = decode_tile(kHeadDim, kHeadDimV);
+  static constexpr bool kSharedKV = kSharedKV_;
+  static constexpr DecodeTileSpec kSpec = decode_tile(kHeadDim, kHeadDimV, kSharedKV);
   static constexpr int kWarps = kSpec.warps;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRows = 16;  // packed query rows per block (one m16 MMA tile)
@@ -55,7 +60,7 @@ struct DecodeTraits {
   static constexpr int kMinBlocks = kSpec.min_blocks;
   static constexpr int kKChunks = kHeadDim / kChunk;   // ring slots of K per KV tile
   static constexpr int kVChunks = kHeadDimV / kChunk;  // ring slots of V per KV tile
-  static constexpr int kChunksPerTile = kKChunks + kVChunks;
+  static constexpr int kChunksPerTile = kSharedKV ? kKChunks : kKChunks + kVChunks;  // ring loads per tile
   static constexpr int kWarpKeys = kBlockN / kWarps;   // S columns (keys) of a tile a warp owns
   static constexpr int kSNTiles = kWarpKeys / 8;       // its n8 score tiles
   static constexpr int kWarpCols = kChunk / kWarps;    // O columns of one chunk a warp owns
@@ -79,6 +84,8 @@ struct DecodeTraits {
   static_assert(kWarpCols % 8 == 0 && kONTiles >= 1 && kONTiles <= 4, "each warp owns 1..4 n8 tiles of a chunk");
   static_assert(kLoadPasses >= 1 && kBlockN * kUnitsPerRow % kThreads == 0, "a slot loads in whole passes");
   static_assert(kStages >= 3, "the ring keeps at least two slots in flight");
+  static_assert(!kSharedKV || (kHeadDimV <= kHeadDim && kStages == 2 * kKChunks),
+                "shared K/V: V is a prefix of K, the ring two whole tiles");
   static_assert(QTile::kBytes % 128 == 0 && KvTile::kBytes % 128 == 0 && PTile::kBytes % 128 == 0,
                 "every shared region stays 128-byte aligned (the swizzle phase of a slot starts at 0)");
 };

@@ -1,0 +1,45 @@
+"""The split heuristic of the decode family (csrc/launch/heuristics.h, choose_decode_splits), on
+explicit sizes through ffpa_attn._C.decode_splits: no GPU needed."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.requires_extension
+
+SMS, PER_SM = 132, 3
+SLOTS = SMS * PER_SM
+
+
+def splits(base, tiles, per_sm=PER_SM, sms=SMS):
+    import ffpa_attn._C as C
+
+    return C.decode_splits(base, tiles, per_sm, sms)
+
+
+@pytest.mark.parametrize("base", [1, 2, 8, 16, 32, 64])
+def test_small_batches_with_long_contexts_fill_one_wave(base):
+    s = splits(base, 2048)
+    assert min(0.8 * SLOTS, base * 256) <= base * s <= SLOTS, (base, s)  # at most 256 splits
+
+
+@pytest.mark.parametrize("base", [2 * SLOTS, 5 * SLOTS])
+def test_a_batch_that_fills_the_gpu_alone_is_not_split(base):
+    assert splits(base, 128) == 1
+
+
+def test_a_mostly_empty_last_wave_is_avoided():
+    # 512 blocks on 396 slots: 1.29 waves; a few splits make the last wave (nearly) full instead.
+    s = splits(512, 128)
+    assert s > 1 and (512 * s) % SLOTS >= 0.8 * SLOTS or (512 * s) % SLOTS == 0, s
+
+
+@pytest.mark.parametrize("base,tiles", [(1, 1), (1, 2), (8, 2), (1, 5), (3, 300), (1, 100000)])
+def test_bounds(base, tiles):
+    s = splits(base, tiles)
+    assert 1 <= s <= max(1, min(tiles // 2, 256)), (base, tiles, s)
+    assert splits(0, tiles) == 1
+
+
+def test_device_sizes_matter():
+    # Half the SMs: half the splits for the same work (one wave either way).
+    assert splits(8, 4096, 3, 66) < splits(8, 4096, 3, 132)
