@@ -19,7 +19,8 @@ def splits(base, tiles, per_sm=PER_SM, sms=SMS):
 @pytest.mark.parametrize("base", [1, 2, 8, 16, 32, 64])
 def test_small_batches_with_long_contexts_fill_one_wave(base):
     s = splits(base, 2048)
-    assert min(0.8 * SLOTS, base * 256) <= base * s <= SLOTS, (base, s)  # at most 256 splits
+    # at most 256 splits; a count must beat fewer splits by 2%, so the wave may miss a few slots
+    assert min(0.8 * SLOTS, 0.98 * base * 256) <= base * s <= SLOTS, (base, s)
 
 
 @pytest.mark.parametrize("base", [2 * SLOTS, 5 * SLOTS])

@@ -121,8 +121,11 @@ cudaError_t DecodeLauncher<Element, kHeadDim, kHeadDimV>::run(DecodeParams p, cu
   if (err != cudaSuccess || p.num_splits == 1) return err;
   const int64_t items = static_cast<int64_t>(p.batch) * p.heads_kv * (p.heads_q / p.heads_kv) * p.len_q;
   if (items > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  const int threads = kHeadDimV >= 512 ? 128 : (kHeadDimV >= 256 ? 64 : 32);
-  kernels::decode_merge_kernel<Element><<<static_cast<unsigned>(items), threads, 0, stream>>>(p);
+  static_assert(kernels::kMaxMergeSplits >= kMaxDecodeSplits, "the merge holds every split's weight");
+  static_assert(kHeadDimV % 32 == 0 && (kHeadDimV >= kernels::kMergeCols ? kHeadDimV % kernels::kMergeCols == 0 : true),
+                "the merge's column blocks tile Dv");
+  const dim3 merge_grid(static_cast<unsigned>(items), (kHeadDimV + kernels::kMergeCols - 1) / kernels::kMergeCols);
+  kernels::decode_merge_kernel<Element><<<merge_grid, kernels::kMergeThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
