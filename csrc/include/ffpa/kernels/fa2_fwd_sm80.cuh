@@ -12,6 +12,7 @@
 #include "ffpa/tile/numeric.cuh"
 #include "ffpa/params.h"
 #include "ffpa/attn/softmax.cuh"
+#include "ffpa/attn/state.cuh"
 #include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/ptx/math.cuh"
@@ -235,14 +236,8 @@ struct Fa2Fwd {
       for (int r = 0; r < 2; ++r) {
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-        const float m_new = fmaxf(row_max[mt][r], tile_max[r] * sf);
-        // A row whose keys so far are all masked keeps max -inf: exponentiate against 0 then,
-        // so exp2(-inf - -inf) never makes a NaN (its P is 0, its O and l stay 0).
-        const float m_use = m_new == -CUDART_INF_F ? 0.f : m_new;
-        alpha[r] = ptx::ex2_approx_ftz(row_max[mt][r] - m_use);
-        row_max[mt][r] = m_new;
-        row_sum[mt][r] *= alpha[r];
-        neg_m[r] = -m_use;
+        // The -inf guards (a row whose keys so far are all masked) live in attn/state.cuh.
+        alpha[r] = attn::online_update(row_max[mt][r], row_sum[mt][r], tile_max[r] * sf, neg_m[r]);
       }
       // Once the row maxima settle, alpha is 1 for the whole warp: skip the O rescale.
       if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
@@ -287,7 +282,7 @@ struct Fa2Fwd {
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const int row_in_block = warp_row0 + mt * 16 + g + r * 8;
-        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const float inv = attn::inv_row_sum(l);
 #pragma unroll
         for (int n = 0; n < kNTilesO; ++n) {
           const uint32_t packed = Num::pack2(o_acc[mt][n][2 * r] * inv, o_acc[mt][n][2 * r + 1] * inv);
@@ -296,8 +291,7 @@ struct Fa2Fwd {
         }
         const int row = m0 + row_in_block;
         if (p.lse != nullptr && t4 == 0 && row < p.len_q) {
-          p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] =
-              l > 0.f ? (row_max[mt][r] + __log2f(l)) * kLn2 : -CUDART_INF_F;
+          p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] = attn::row_lse(row_max[mt][r], l);
         }
       }
     __syncthreads();

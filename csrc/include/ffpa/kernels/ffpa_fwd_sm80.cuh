@@ -10,6 +10,7 @@
 #include "ffpa/tile/accum.cuh"
 #include "ffpa/traits/ffpa_traits.h"
 #include "ffpa/attn/mask.cuh"
+#include "ffpa/attn/state.cuh"
 #include "ffpa/tile/numeric.cuh"
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"
@@ -236,7 +237,7 @@ struct FfpaFwd {
     }
   }
 
-  static __device__ __forceinline__ float inv_sum(float s) { return s > 0.f ? 1.f / s : 0.f; }
+  static __device__ __forceinline__ float inv_sum(float s) { return attn::inv_row_sum(s); }
 
   // Write one kChunkD slice of O (this thread's fragment elements, already divided by the row
   // sums) at output column `col0` of the block's rows.
@@ -411,17 +412,9 @@ struct FfpaFwd {
           tile_max[1] = fmaxf(tile_max[1], red[w2 * kBlockM + wm * 16 + g + 8]);
         }
       }
-      float alpha[2], m_use[2];
+      float alpha[2], neg_m[2];  // the -inf guards live in attn/state.cuh
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const float m_new = fmaxf(row_max[r], tile_max[r]);
-        // A row with every key so far masked keeps max -inf; exponentiate against 0 instead so
-        // exp2(-inf - -inf) never produces NaN (its P is 0 and its O/l stay 0).
-        m_use[r] = m_new == -CUDART_INF_F ? 0.f : m_new;
-        alpha[r] = ptx::ex2_approx_ftz(row_max[r] - m_use[r]);
-        row_max[r] = m_new;
-        row_sum[r] *= alpha[r];
-      }
+      for (int r = 0; r < 2; ++r) alpha[r] = attn::online_update(row_max[r], row_sum[r], tile_max[r], neg_m[r]);
       if constexpr (kLevel != Level::kL3) {
 #pragma unroll
         for (int c = 0; c < kChunksV; ++c)
@@ -435,7 +428,7 @@ struct FfpaFwd {
         float pv[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          pv[e] = ptx::ex2_approx_ftz(s_acc[n][e] - m_use[e / 2]);
+          pv[e] = ptx::ex2_approx_ftz(s_acc[n][e] + neg_m[e / 2]);
           row_sum[e / 2] += pv[e];
         }
         const int col = wn * Traits::kWarpColsS + n * 8 + 2 * t4;
@@ -544,9 +537,7 @@ struct FfpaFwd {
       for (int r = 0; r < 2; ++r) {
         const int row = b.m0 + wm * 16 + g + r * 8;
         if (row >= p.len_q) continue;
-        const float m = row_max[r] == -CUDART_INF_F ? 0.f : row_max[r];
-        const float lse = row_sum[r] > 0.f ? (m + __log2f(row_sum[r])) * kLn2 : -CUDART_INF_F;
-        p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = lse;
+        p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = attn::row_lse(row_max[r], row_sum[r]);
       }
     }
   }
