@@ -62,6 +62,7 @@ def build_parser():
     p.add_argument("--out-dir", default="bench/out")
     p.add_argument("--gen-bench", action="store_true", help="write the markdown table")
     p.add_argument("--no-latency", action="store_true", help="skip the eager / CUDA-graph latency probe")
+    p.add_argument("--no-hf", action="store_true", help="skip the Hugging Face Llama time-per-token probe")
     return p
 
 
@@ -140,6 +141,42 @@ def latency_probe(torch, ffpa_attn, dtype):
             "S": 4096, "D": 128, "Dv": 128, "eager_us": eager, "graph_us": graphed, "overhead_us": eager - graphed}
 
 
+def hf_probe(torch, ffpa_attn):
+    """Time per generated token of a Llama-style model (random weights, bf16, 4 layers, 32/8 heads,
+    D=128; batch 4, prompt 1024, 64 new tokens, dynamic cache), plain SDPA vs sdpa_patched()."""
+    try:
+        import transformers
+    except ImportError:
+        return None
+    cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=4,
+                                   num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                                   max_position_embeddings=4096, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    with torch.device("cuda"):  # initialised on the GPU: a billion parameters
+        model = transformers.LlamaForCausalLM(cfg).to(dtype=torch.bfloat16).eval()
+    prompt = torch.randint(0, 32000, (4, 1024), device="cuda")
+    kw = dict(attention_mask=torch.ones_like(prompt), do_sample=False, pad_token_id=0)
+
+    def per_token():
+        with torch.inference_mode():
+            model.generate(prompt, max_new_tokens=4, min_new_tokens=4, **kw)  # warm-up
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            model.generate(prompt, max_new_tokens=65, min_new_tokens=65, **kw)
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            model.generate(prompt, max_new_tokens=1, min_new_tokens=1, **kw)  # the prefill alone
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+        return ((t1 - t0) - (t2 - t1)) / 64 * 1e3
+
+    plain = min(per_token() for _ in range(2))
+    with ffpa_attn.sdpa_patched():
+        ours = min(per_token() for _ in range(2))
+    return {"kernel": "hf_llama", "B": 4, "prompt": 1024, "new_tokens": 64, "layers": 4, "Hq": 32, "Hkv": 8, "D": 128,
+            "sdpa_ms_per_token": plain, "ffpa_ms_per_token": ours}
+
+
 def run(args) -> int:
     import torch
     import torch.nn.functional as F
@@ -208,6 +245,12 @@ def run(args) -> int:
             rows.append(lat)
             print(f"{dt_name} latency B=1 S=4096 32/8 D=128: eager {lat['eager_us']:.1f} us, graph "
                   f"{lat['graph_us']:.1f} us, overhead {lat['overhead_us']:.1f} us", flush=True)
+    if not args.no_hf:
+        hf = hf_probe(torch, ffpa_attn)
+        if hf is not None:
+            rows.append(hf)
+            print(f"HF Llama (4 layers, 32/8, D=128, B=4, prompt 1024): {hf['sdpa_ms_per_token']:.2f} ms/token with "
+                  f"SDPA, {hf['ffpa_ms_per_token']:.2f} with sdpa_patched()", flush=True)
     os.makedirs(args.out_dir, exist_ok=True)
     data = {"device": dev, "date": _dt.date.today().isoformat(), "torch": torch.__version__,
             "ffpa_attn": ffpa_attn.__version__, "rows": rows}
@@ -245,6 +288,11 @@ def make_table(data) -> str:
         out.append(f"| {dt} | {B} | {S} | {Hq}/{Hkv} | {D}/{Dv} | {Lq}{' causal' if causal else ''} | {layout} | {mine} "
                    f"| {tf} | {fmt('sdpa_flash')} | {fmt('sdpa_cudnn')} | {ratio} |")
     for r in rows:
+        if r["kernel"] == "hf_llama":
+            out.append("")
+            out.append(f"Hugging Face Llama-style model ({r['layers']} layers, {r['Hq']}/{r['Hkv']} heads, D={r['D']}, "
+                       f"batch {r['B']}, prompt {r['prompt']}, greedy, dynamic cache): {r['sdpa_ms_per_token']:.2f} ms "
+                       f"per token with SDPA, {r['ffpa_ms_per_token']:.2f} ms under ffpa_attn.sdpa_patched().")
         if r["kernel"] == "latency":
             out.append("")
             out.append(f"Latency ({r['dtype']}, B=1, S=4096, 32/8, D=128): eager {r['eager_us']:.1f} us per call, "

@@ -39,12 +39,24 @@ struct DecodeLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     return kHasShared && p.v == p.k && p.v_batch_stride == p.k_batch_stride && p.v_row_stride == p.k_row_stride &&
            p.v_head_stride == p.k_head_stride;
   }
+  // Resident blocks of a variant per SM on the current device, queried once per device (the
+  // occupancy query costs microseconds of host time on every decode step otherwise).
+  template <bool kShared>
+  static int blocks_per_sm() {
+    using V = Variant<kShared>;
+    static int cached[64] = {};
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) dev = 0;
+    if (cached[dev] == 0)
+      cached[dev] = V::prepare() == cudaSuccess
+                        ? resident_blocks_per_sm(V::kernel, V::Traits::kThreads, V::Traits::kSmemBytes)
+                        : 1;
+    return cached[dev];
+  }
   template <bool kShared>
   static int splits(const DecodeParams& p) {
     using V = Variant<kShared>;
-    const int per_sm = V::prepare() == cudaSuccess
-                           ? resident_blocks_per_sm(V::kernel, V::Traits::kThreads, V::Traits::kSmemBytes)
-                           : 1;
+    const int per_sm = blocks_per_sm<kShared>();
     const int64_t base = static_cast<int64_t>(p.batch) * p.heads_kv * row_tiles(p);
     const int key_tiles = (p.len_kv + V::Traits::kBlockN - 1) / V::Traits::kBlockN;
     return choose_decode_splits(base, key_tiles, per_sm, num_sms());
