@@ -2,8 +2,9 @@
 kernel, the realigning op used under ``torch.compile`` and which head dims the build has for it.
 No argument checks (``_decode`` does them) and no fallback.
 
-Schema: ``ffpa_decode(q (B, Lq, Hq, D), k_cache, v_cache, cache_seqlens?, block_table?, scale,
-causal, num_splits) -> (out (B, Lq, Hq, Dv), lse (B, Hq, Lq) fp32)``; ``num_splits`` 0 = auto.
+Schema: ``ffpa_decode(q (B, Lq, Hq, D), k_cache, v_cache, cache_seqlens?, block_table?, attn_mask?,
+scale, causal, num_splits) -> (out (B, Lq, Hq, Dv), lse (B, Hq, Lq) fp32)``; ``num_splits`` 0 = auto;
+``attn_mask`` (forward's short-query route) in SDPA layout (B|1, Hq|1, Lq|1, S), bool or additive.
 ``out`` follows q's layout: a ``(B, Hq, Lq, D)``-backed ``q`` view (Lq > 1) gives a
 ``(B, Hq, Lq, Dv)``-backed ``out``.
 """
@@ -21,7 +22,7 @@ __all__ = ["available", "decode_pairs", "ffpa_decode", "ffpa_decode_realigned", 
 
 FAMILY = "decode"
 _QUALNAME = "ffpa_attn::ffpa_decode"
-_OP_ARGS = ("q", "k_cache", "v_cache", "cache_seqlens", "block_table", "scale", "causal", "num_splits")
+_OP_ARGS = ("q", "k_cache", "v_cache", "cache_seqlens", "block_table", "attn_mask", "scale", "causal", "num_splits")
 
 
 def _lookup() -> Any:
@@ -64,7 +65,8 @@ def _out_strides(q: Tensor, dv: Any) -> Tuple[Any, Any, Any, Any]:
 
 
 def _fake(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Optional[Tensor],
-          block_table: Optional[Tensor], scale: float, causal: bool, num_splits: int) -> Tuple[Tensor, Tensor]:
+          block_table: Optional[Tensor], attn_mask: Optional[Tensor], scale: float, causal: bool,
+          num_splits: int) -> Tuple[Tensor, Tensor]:
     torch._check(q.dim() == 4, lambda: f"ffpa_decode: q must be 4-D, got {q.dim()}-D")
     torch._check(v_cache.dim() == 4, lambda: f"ffpa_decode: v_cache must be 4-D, got {v_cache.dim()}-D")
     b, lq, h, _ = q.shape
@@ -83,19 +85,20 @@ if _OP is not None and not torch._C._dispatch_has_kernel_for_dispatch_key(_QUALN
 
 
 def ffpa_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Optional[Tensor],
-                block_table: Optional[Tensor], scale: float, causal: bool, num_splits: int) -> Tuple[Tensor, Tensor]:
+                block_table: Optional[Tensor], attn_mask: Optional[Tensor], scale: float, causal: bool,
+                num_splits: int) -> Tuple[Tensor, Tensor]:
     """Thin wrapper of ``torch.ops.ffpa_attn.ffpa_decode`` (no checks, no fallback)."""
     if _OP is None:
         raise RuntimeError(f"torch.ops.ffpa_attn.ffpa_decode is not available: {_ops.import_error()}")
-    return _OP(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, num_splits)
+    return _OP(q, k_cache, v_cache, cache_seqlens, block_table, attn_mask, scale, causal, num_splits)
 
 
 def _realigned_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Optional[Tensor],
-                    block_table: Optional[Tensor], scale: float, causal: bool,
+                    block_table: Optional[Tensor], attn_mask: Optional[Tensor], scale: float, causal: bool,
                     num_splits: int) -> Tuple[Tensor, Tensor]:
     expected = _out_strides(q, v_cache.shape[-1])
     out, lse = ffpa_decode(_ops.realign(q), _ops.realign(k_cache), _ops.realign(v_cache), cache_seqlens,
-                           block_table, scale, causal, num_splits)
+                           block_table, attn_mask, scale, causal, num_splits)
     if out.stride() != expected:  # a copy changed q's layout: keep the layout the fake promised
         fixed = torch.empty_strided(out.shape, expected, dtype=out.dtype, device=out.device)
         fixed.copy_(out)
@@ -109,18 +112,20 @@ ffpa_decode_realigned = torch.library.custom_op(
     "ffpa_attn::ffpa_decode_realigned",
     _realigned_impl,
     mutates_args=(),
-    schema="(Tensor q, Tensor k_cache, Tensor v_cache, Tensor? cache_seqlens, Tensor? block_table, float scale, "
-    "bool causal, int num_splits) -> (Tensor, Tensor)",
+    schema="(Tensor q, Tensor k_cache, Tensor v_cache, Tensor? cache_seqlens, Tensor? block_table, Tensor? attn_mask, "
+    "float scale, bool causal, int num_splits) -> (Tensor, Tensor)",
 )
 ffpa_decode_realigned.register_fake(_fake)
 
 
 def call(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Optional[Tensor],
-         block_table: Optional[Tensor], scale: float, causal: bool, num_splits: int) -> Tuple[Tensor, Tensor]:
+         block_table: Optional[Tensor], scale: float, causal: bool, num_splits: int,
+         attn_mask: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """The op on kernel-friendly inputs: eagerly realigned here, under compile by the opaque op."""
     if torch.compiler.is_compiling():
         q, k_cache, v_cache = (t if _ops.strides_ok(t) else t.clone(memory_format=torch.contiguous_format)
                                for t in (q, k_cache, v_cache))
-        return ffpa_decode_realigned(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, num_splits)
+        return ffpa_decode_realigned(q, k_cache, v_cache, cache_seqlens, block_table, attn_mask, scale, causal,
+                                     num_splits)
     return ffpa_decode(_ops.realign(q), _ops.realign(k_cache), _ops.realign(v_cache), cache_seqlens, block_table,
-                       scale, causal, num_splits)
+                       attn_mask, scale, causal, num_splits)

@@ -247,17 +247,17 @@ DECODE_MAX_QUERIES = 32
 
 def decode_route(q4: Tensor, k4: Tensor, v4: Tensor, attn_mask: Optional[Tensor], is_causal: bool,
                  bottom_right: bool, level: Optional[int], acc: str, num_stages: Optional[int]) -> bool:
-    """Whether a forward call (4-D SDPA layout, our kernels already chosen) runs on the decode family:
-    no mask, no forced level / accumulation / ring depth, at most DECODE_MAX_QUERIES query rows,
-    causal only where it means what decode's does (bottom-right, or L == S)."""
-    if attn_mask is not None or level is not None or acc != "auto" or num_stages is not None:
+    """Whether a forward call (4-D SDPA layout, our kernels already chosen, any mask already accepted
+    by the kernels and in its 4-D broadcast form) runs on the decode family: no forced level /
+    accumulation / ring depth, at most DECODE_MAX_QUERIES query rows, causal only where it means
+    what decode's does (bottom-right, or L == S; with a mask, not at all: forward applies both)."""
+    if level is not None or acc != "auto" or num_stages is not None:
         return False
     L, S = q4.shape[2], k4.shape[2]
     if L > DECODE_MAX_QUERIES or S < 1:
         return False
-    if is_causal and not (bottom_right or L == S):
+    if is_causal and (attn_mask is not None or not (bottom_right or L == S)):
         return False
     from . import _decode_ops  # the decode op module imports _ops only; imported late to keep startup light
 
     return (q4.shape[-1], v4.shape[-1]) in _decode_ops.decode_pairs()
-

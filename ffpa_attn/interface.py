@@ -137,7 +137,7 @@ def _run_kernel(
 
         # Decode's layout is (B, L, H, D): the transposed views, no copy; out comes back in q's layout.
         out, lse = _decode_ops.call(q4.transpose(1, 2), k4.transpose(1, 2), v4.transpose(1, 2), None, None, scale,
-                                    is_causal, 0)
+                                    is_causal, 0, m4)
         out = out.transpose(1, 2)
     elif torch.compiler.is_compiling():
         # Strides are known while tracing; the data pointer only at run time, which the

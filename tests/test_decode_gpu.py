@@ -2,7 +2,8 @@
 sequence, on the logical cache): every compiled head-dim pair and dtype, GQA ratios up to 128,
 Lq 1..32 with and without the bottom-right causal mask, contiguous and shuffled paged caches,
 lengths 0, 1, odd and long, NaN in every position no length covers, every split count, MLA with V
-a view of K, forward's routing of short queries, torch.compile and CUDA-graph replay. Outputs come
+a view of K, forward's routing of short queries (also with key-padding and additive masks),
+torch.compile and CUDA-graph replay. Outputs come
 from an allocator poisoned with NaN, so a row the kernel forgets to write fails."""
 from __future__ import annotations
 
@@ -198,3 +199,30 @@ def test_bad_values_are_clamped_not_read_out_of_bounds():
     full = ffpa_attn.decode(q, k, v)
     torch.cuda.synchronize()
     torch.testing.assert_close(big, full, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["bool_padding", "float_full"])
+@pytest.mark.parametrize("L", [1, 3])
+def test_forward_with_a_mask_routes_to_decode(kind, L):
+    """A static KV cache arrives with a key-padding mask (and models may pass additive masks): short
+    queries with a mask still run on the decode family, which applies the mask per key."""
+    D, Dv = _pick(128)
+    g = torch.Generator().manual_seed(11 + L)
+    B, Hq, Hkv, S = 3, 8, 2, 600
+    q = torch.randn(B, Hq, L, D, generator=g).to(torch.bfloat16)
+    k = torch.randn(B, Hkv, S, D, generator=g).to(torch.bfloat16)
+    v = torch.randn(B, Hkv, S, Dv, generator=g).to(torch.bfloat16)
+    if kind == "bool_padding":
+        lens = torch.tensor([600, 37, 0])
+        mask = (torch.arange(S).view(1, 1, 1, S) < lens.view(B, 1, 1, 1))
+    else:
+        mask = torch.randn(B, Hq, L, S, generator=g) * 2
+        mask[:, :, :, 400:] = -math.inf
+    res = {}
+    names = _kernel_names(lambda: res.setdefault("out", ffpa_attn.forward(
+        q.cuda(), k.cuda(), v.cuda(), attn_mask=mask.cuda(), enable_gqa=True, return_lse=True, strict=True)))
+    assert any("decode_split_kernel" in n for n in names), sorted(names)
+    out, lse = res["out"]
+    want, want_lse = ref_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    torch.testing.assert_close(out.cpu().double(), want, **TOL[torch.bfloat16])
+    torch.testing.assert_close(lse.cpu().double(), want_lse, **LSE_TOL)

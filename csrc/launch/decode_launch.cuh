@@ -134,8 +134,7 @@ cudaError_t DecodeLauncher<Element, kHeadDim, kHeadDimV>::run(DecodeParams p, cu
   const int64_t items = static_cast<int64_t>(p.batch) * p.heads_kv * (p.heads_q / p.heads_kv) * p.len_q;
   if (items > 0x7fffffff) return cudaErrorInvalidConfiguration;
   static_assert(kernels::kMaxMergeSplits >= kMaxDecodeSplits, "the merge holds every split's weight");
-  static_assert(kHeadDimV % 32 == 0 && (kHeadDimV >= kernels::kMergeCols ? kHeadDimV % kernels::kMergeCols == 0 : true),
-                "the merge's column blocks tile Dv");
+  static_assert(kHeadDimV % 8 == 0, "the merge's threads take 4 columns (its last column block may be narrower)");
   const dim3 merge_grid(static_cast<unsigned>(items), (kHeadDimV + kernels::kMergeCols - 1) / kernels::kMergeCols);
   kernels::decode_merge_kernel<Element><<<merge_grid, kernels::kMergeThreads, 0, stream>>>(p);
   return cudaGetLastError();

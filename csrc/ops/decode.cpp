@@ -39,7 +39,8 @@ void check_index(const at::Tensor& t, const char* name, int64_t dims, const char
 std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const at::Tensor& k_cache,
                                                     const at::Tensor& v_cache,
                                                     const std::optional<at::Tensor>& cache_seqlens,
-                                                    const std::optional<at::Tensor>& block_table, double scale,
+                                                    const std::optional<at::Tensor>& block_table,
+                                                    const std::optional<at::Tensor>& attn_mask, double scale,
                                                     bool causal, int64_t num_splits) {
   check_qkv(q, "q", 4, q, kOp, "(batch, Lq, heads_q, head_dim)");
   const bool paged = block_table.has_value();
@@ -83,6 +84,9 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
     TORCH_CHECK(cache_seqlens->size(0) == B, kOp, ": `cache_seqlens` has ", num(cache_seqlens->size(0)),
                 " entries, `q` has batch ", num(B));
   }
+  // attn_mask (forward's short-query route): SDPA layout (B, Hq, Lq, S) over logical key positions.
+  const MaskKind mask_kind =
+      attn_mask.has_value() ? check_mask(*attn_mask, q, B, Hq, Lq, capacity, kOp) : MaskKind::kNone;
   const launch::DType dtype = to_dtype(q.scalar_type(), kOp);
   const launch::RegistryEntry* kernel =
       launch::find_kernel(dtype, launch::Family::kDecode, 0, AccMode::kF32, static_cast<int>(D), static_cast<int>(Dv));
@@ -120,6 +124,15 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
   p.seqlens = cache_seqlens.has_value() ? cache_seqlens->data_ptr<int>() : nullptr;
   p.block_table = paged ? block_table->data_ptr<int>() : nullptr;
   p.block_table_stride = paged ? block_table->stride(0) : 0;
+  if (mask_kind != MaskKind::kNone) {
+    const at::Tensor& m = *attn_mask;
+    p.mask = m.data_ptr();
+    p.mask_kind = mask_kind;
+    p.mask_batch_stride = m.size(0) == 1 ? 0 : m.stride(0);
+    p.mask_head_stride = m.size(1) == 1 ? 0 : m.stride(1);
+    p.mask_row_stride = m.size(2) == 1 ? 0 : m.stride(2);
+    p.mask_col_stride = m.size(3) == 1 ? 0 : m.stride(3);
+  }
   p.page_size = static_cast<int>(page_size);
   p.page_shift = -1;
   for (int sh = 0; sh < 31; ++sh)

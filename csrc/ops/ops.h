@@ -17,11 +17,13 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
 
 // q [B, Lq, Hq, D] (1 <= Lq <= 32) against k_cache / v_cache [B, S, Hkv, D|Dv], or with block_table
 // [B, max_pages] int32 a page pool [pages, page_size, Hkv, D|Dv]; optional cache_seqlens [B] int32;
-// causal bottom-right per sequence; num_splits 0 = auto -> (out [B, Lq, Hq, Dv], lse [B, Hq, Lq] fp32).
+// optional attn_mask in SDPA layout (B|1, Hq|1, Lq|1, S) over logical key positions; causal
+// bottom-right per sequence; num_splits 0 = auto -> (out [B, Lq, Hq, Dv], lse [B, Hq, Lq] fp32).
 std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const at::Tensor& k_cache,
                                                     const at::Tensor& v_cache,
                                                     const std::optional<at::Tensor>& cache_seqlens,
-                                                    const std::optional<at::Tensor>& block_table, double scale,
+                                                    const std::optional<at::Tensor>& block_table,
+                                                    const std::optional<at::Tensor>& attn_mask, double scale,
                                                     bool causal, int64_t num_splits);
 
 }  // namespace ffpa::ops

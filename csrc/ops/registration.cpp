@@ -10,7 +10,7 @@ TORCH_LIBRARY(ffpa_attn, m) {
       "bool causal_bottom_right, int level, int acc, int num_stages) -> (Tensor out, Tensor lse)");
   m.def(
       "ffpa_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor? cache_seqlens, Tensor? block_table, "
-      "float scale, bool causal, int num_splits) -> (Tensor out, Tensor lse)");
+      "Tensor? attn_mask, float scale, bool causal, int num_splits) -> (Tensor out, Tensor lse)");
 }
 
 TORCH_LIBRARY_IMPL(ffpa_attn, CUDA, m) {

@@ -38,15 +38,16 @@ void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const 
               "` data pointer must be 16-byte aligned");
 }
 
-MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t Hq, int64_t L, int64_t S) {
-  TORCH_CHECK(m.device() == q.device(), "ffpa_fwd: `attn_mask` must be on ", q.device().str(), " like `query`, got ",
+MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t Hq, int64_t L, int64_t S,
+                    const char* op) {
+  TORCH_CHECK(m.device() == q.device(), op, ": `attn_mask` must be on ", q.device().str(), " like `", (std::string(op) == "ffpa_fwd" ? "query" : "q"), "`, got ",
               m.device().str());
-  TORCH_CHECK(m.dim() == 4, "ffpa_fwd: `attn_mask` must be 4-D (batch, heads, L, S) with each dim 1 or full, got ",
+  TORCH_CHECK(m.dim() == 4, op, ": `attn_mask` must be 4-D (batch, heads, L, S) with each dim 1 or full, got ",
               num(m.dim()), "-D with shape ", shape(m.sizes()));
   const int64_t full[4] = {B, Hq, L, S};
   const char* names[4] = {"batch", "heads", "L", "S"};
   for (int d = 0; d < 4; ++d)
-    TORCH_CHECK(m.size(d) == 1 || m.size(d) == full[d], "ffpa_fwd: `attn_mask` dim ", num(int64_t{d}), " (", names[d],
+    TORCH_CHECK(m.size(d) == 1 || m.size(d) == full[d], op, ": `attn_mask` dim ", num(int64_t{d}), " (", names[d],
                 ") must be 1 or ", num(full[d]), ", got shape ", shape(m.sizes()));
   switch (m.scalar_type()) {
     case at::kBool: return MaskKind::kBool;
@@ -54,7 +55,7 @@ MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t
     case at::kBFloat16: return MaskKind::kBFloat16;
     case at::kFloat: return MaskKind::kFloat32;
     default:
-      TORCH_CHECK(false, "ffpa_fwd: `attn_mask` must be bool, float16, bfloat16 or float32, got ", m.scalar_type());
+      TORCH_CHECK(false, op, ": `attn_mask` must be bool, float16, bfloat16 or float32, got ", m.scalar_type());
   }
   return MaskKind::kNone;
 }

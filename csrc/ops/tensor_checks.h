@@ -28,6 +28,7 @@ void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const 
                const char* op = "ffpa_fwd", const char* layout = "(batch, heads, seq, head_dim)");
 
 // attn_mask: 4-D, every dim 1 or the full size (B, Hq, L, S), bool or a float kind; any strides.
-MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t Hq, int64_t L, int64_t S);
+MaskKind check_mask(const at::Tensor& m, const at::Tensor& q, int64_t B, int64_t Hq, int64_t L, int64_t S,
+                    const char* op = "ffpa_fwd");
 
 }  // namespace ffpa::ops

@@ -40,6 +40,13 @@ struct AttnParams {
   float scale_log2;  // scale * log2(e): kernels work in base 2
   bool is_causal;    // query i sees keys j <= i + causal_offset
   int causal_offset; // 0: SDPA's top-left convention; len_kv - len_q: bottom-right
+
+  // Optional mask broadcastable to [B, Hq, L, S]: element (b, h, i, j) lives at
+  // mask + b * mask_batch_stride + h * mask_head_stride + i * mask_row_stride + j * mask_col_stride
+  // (element strides; 0 where broadcast). Bool: false = masked out. Float: added to scale * q.k.
+  const void* mask;
+  MaskKind mask_kind;
+  int64_t mask_batch_stride, mask_head_stride, mask_row_stride, mask_col_stride;
 };
 
 struct FwdParams : AttnParams {
@@ -53,12 +60,6 @@ struct FwdParams : AttnParams {
   int* work_counter;
   int num_stages;    // cp.async pipeline depth, 1..4 (0 = let the launcher choose)
 
-  // Optional mask broadcastable to [B, Hq, L, S]: element (b, h, i, j) lives at
-  // mask + b * mask_batch_stride + h * mask_head_stride + i * mask_row_stride + j * mask_col_stride
-  // (element strides; 0 where broadcast). Bool: false = masked out. Float: added to scale * q.k.
-  const void* mask;
-  MaskKind mask_kind;
-  int64_t mask_batch_stride, mask_head_stride, mask_row_stride, mask_col_stride;
   // The mask's block map [mask_batches][mask_heads][m_blocks][n_blocks] (uint8 BlockCode), for
   // tiles of block_map_m x block_map_n; its batch/head strides are 0 where the mask broadcasts.
   const uint8_t* block_map;

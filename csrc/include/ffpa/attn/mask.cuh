@@ -22,7 +22,7 @@ __host__ __device__ __forceinline__ int mask_elem_bytes(MaskKind k) {
   return k == MaskKind::kBool ? 1 : (k == MaskKind::kFloat32 ? 4 : 2);
 }
 
-__device__ __forceinline__ MaskRef mask_ref(const FwdParams& p, int batch, int head) {
+__device__ __forceinline__ MaskRef mask_ref(const AttnParams& p, int batch, int head) {
   const int64_t off = batch * p.mask_batch_stride + head * p.mask_head_stride;
   return {static_cast<const char*>(p.mask) + off * mask_elem_bytes(p.mask_kind), p.mask_kind, p.mask_row_stride,
           p.mask_col_stride};

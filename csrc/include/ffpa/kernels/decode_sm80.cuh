@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <math_constants.h>
 
+#include "ffpa/attn/mask.cuh"
 #include "ffpa/attn/state.cuh"
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"
@@ -224,12 +225,50 @@ struct DecodeFwd {
     }
   }
 
+  // attn_mask (optional, SDPA layout (B, Hq, Lq, S), broadcast dims stride 0): the byte address of
+  // element (b, hq, lq, 0) of this thread's rows g and g + 8 (null: no mask or a padding row).
+  struct MaskRows {
+    const char* row[2];
+  };
+
+  static __device__ __forceinline__ MaskRows mask_rows(const DecodeParams& p, const Work& w, int g) {
+    MaskRows m;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = w.m0 + g + 8 * r;
+      m.row[r] = nullptr;
+      if (p.mask != nullptr && row < w.rows) {
+        const int64_t off = w.batch * p.mask_batch_stride + row_head(w, row) * p.mask_head_stride +
+                            row_lq(w, row) * p.mask_row_stride;
+        m.row[r] = static_cast<const char*>(p.mask) + off * attn::mask_elem_bytes(p.mask_kind);
+      }
+    }
+    return m;
+  }
+
+  // The base-2 additive mask of this warp's scores of the tile at n0 (0 without a mask), read at
+  // the start of the tile so the loads' latency hides behind the tile's Q K^T.
+  static __device__ __forceinline__ void load_mask(const DecodeParams& p, const MaskRows& m, int n0, int n_end,
+                                                   int warp, int t4, float (&madd)[kSNTiles][4]) {
+#pragma unroll
+    for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = n0 + kWarpKeys * warp + 8 * n + 2 * t4 + (e % 2);
+        const char* row = m.row[e / 2];
+        madd[n][e] = row != nullptr && key < n_end
+                         ? attn::mask_log2(attn::MaskRef{row, p.mask_kind, 0, p.mask_col_stride}, 0, key)
+                         : 0.f;
+      }
+  }
+
   // Online softmax of one KV tile across the warps: mask and scale this warp's scores, the tile's
   // row max through shared memory, the shared state update (every warp holds the same row max, so
   // the per-warp sums and output slices stay consistent), P (b16) into shared memory.
   static __device__ __forceinline__ void softmax_tile(const DecodeParams& p, int n0, const int (&lim)[2], int warp,
                                                       int g, int t4, float* red_max, uint32_t p_smem,
-                                                      float (&s_acc)[kSNTiles][4], float (&row_max)[2], float (&row_sum)[2],
+                                                      float (&s_acc)[kSNTiles][4], const float (&madd)[kSNTiles][4],
+                                                      float (&row_max)[2], float (&row_sum)[2],
                                                       float (&o_acc)[kVChunks][kONTiles][4]) {
     float tmax[2] = {-CUDART_INF_F, -CUDART_INF_F};
 #pragma unroll
@@ -237,7 +276,7 @@ struct DecodeFwd {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int key = n0 + kWarpKeys * warp + 8 * n + 2 * t4 + (e % 2);
-        s_acc[n][e] = key < lim[e / 2] ? s_acc[n][e] * p.scale_log2 : -CUDART_INF_F;
+        s_acc[n][e] = key < lim[e / 2] ? fmaf(s_acc[n][e], p.scale_log2, madd[n][e]) : -CUDART_INF_F;
         tmax[e / 2] = fmaxf(tmax[e / 2], s_acc[n][e]);
       }
 #pragma unroll
@@ -355,24 +394,25 @@ struct DecodeFwd {
 
   // The tile loop of separate K and V: one ring of chunk slots, K chunks then V chunks of each tile,
   // a ring step (wait, barrier, next load) per chunk.
-  static __device__ __forceinline__ void tiles_ring(const DecodeParams& p, const Work& w, int n_tiles, int n_chunks,
+  static __device__ __forceinline__ void tiles_ring(const DecodeParams& p, const Work& w, const MaskRows& mrows, int n_tiles, int n_chunks,
                                                     uint32_t ring, uint32_t q_smem, uint32_t p_smem, float* red_max,
                                                     const int (&lim)[2], int tid, int warp, int lane, int g, int t4,
                                                     Rows& rows, float (&o_acc)[kVChunks][kONTiles][4],
                                                     float (&row_max)[2], float (&row_sum)[2]) {
     int i = 0;
     for (int t = 0; t < n_tiles; ++t) {
-      float s_acc[kSNTiles][4];
+      float s_acc[kSNTiles][4], madd[kSNTiles][4];
 #pragma unroll
       for (int n = 0; n < kSNTiles; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
+      load_mask(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, madd);
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c, ++i) {
         const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);
         qk_chunk(q_smem + c * QTile::kBytes, slot, warp, lane, s_acc);
       }
-      softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, row_max, row_sum, o_acc);
+      softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, madd, row_max, row_sum, o_acc);
       uint32_t p_frag[kBlockN / 16][4];
 #pragma unroll
       for (int c = 0; c < kVChunks; ++c, ++i) {
@@ -391,18 +431,19 @@ struct DecodeFwd {
   // The tile loop of the shared-K/V variant (V = the first Dv columns of K): the ring holds two
   // whole tiles of K chunks; tile t + 1 lands while tile t is multiplied, and tile t + 2 is issued
   // into t's half once every warp has read it. P V reads V from the K slots of its own tile.
-  static __device__ __forceinline__ void tiles_shared(const DecodeParams& p, const Work& w, int n_tiles, int n_chunks,
+  static __device__ __forceinline__ void tiles_shared(const DecodeParams& p, const Work& w, const MaskRows& mrows, int n_tiles, int n_chunks,
                                                       uint32_t ring, uint32_t q_smem, uint32_t p_smem, float* red_max,
                                                       const int (&lim)[2], int tid, int warp, int lane, int g, int t4,
                                                       Rows& rows, float (&o_acc)[kVChunks][kONTiles][4],
                                                       float (&row_max)[2], float (&row_sum)[2]) {
     for (int t = 0; t < n_tiles; ++t) {
       const uint32_t half = ring + static_cast<uint32_t>((t % 2) * kKChunks * KvTile::kBytes);
-      float s_acc[kSNTiles][4];
+      float s_acc[kSNTiles][4], madd[kSNTiles][4];
 #pragma unroll
       for (int n = 0; n < kSNTiles; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
+      load_mask(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, madd);
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c) {
         // Pending: this tile's chunks after c and the next tile's kKChunks.
@@ -410,7 +451,7 @@ struct DecodeFwd {
         __syncthreads();
         qk_chunk(q_smem + c * QTile::kBytes, half + c * KvTile::kBytes, warp, lane, s_acc);
       }
-      softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, row_max, row_sum, o_acc);
+      softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, madd, row_max, row_sum, o_acc);
       __syncthreads();  // P is complete
       uint32_t p_frag[kBlockN / 16][4];
 #pragma unroll
@@ -466,10 +507,10 @@ struct DecodeFwd {
     float row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 
     if constexpr (kSharedKV) {
-      tiles_shared(p, w, n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, o_acc,
+      tiles_shared(p, w, mask_rows(p, w, g), n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, o_acc,
                    row_max, row_sum);
     } else {
-      tiles_ring(p, w, n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, o_acc,
+      tiles_ring(p, w, mask_rows(p, w, g), n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, o_acc,
                  row_max, row_sum);
     }
     ptx::cp_async_wait_group<0>();
