@@ -39,7 +39,7 @@ if [[ " $STEPS " == *" build "* ]]; then
     say "build: FAILED after $(( $(date +%s) - t0 )) s"; tail -40 "$OUT/build.log"; exit 1
   fi
   $PY tools/ptxas_report.py "$OUT/build.log" > "$OUT/ptxas.md" && say "ptxas: $(grep -c '^| ' "$OUT/ptxas.md") table rows, spills: $(grep -c 'SPILL' "$OUT/ptxas.md")"
-  (cd tests && $PY ../tools/resource_table.py) > "$OUT/resources.md" 2>&1 && say "resources: $(grep -c '^| ffpa\|^| fa2' "$OUT/resources.md") kernels (launch shared memory, registers, local bytes)"
+  (cd tests && $PY ../tools/resource_table.py) > "$OUT/resources.md" 2>&1 && say "resources: $(grep -c '^| ffpa\|^| fa2\|^| decode' "$OUT/resources.md") kernels (launch shared memory, registers, local bytes)"
 fi
 
 # Import the installed package, not the source tree.

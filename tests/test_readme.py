@@ -37,8 +37,8 @@ def run_blocks(blocks: list[str]) -> tuple[dict, list]:
 
 def check_results(ns: dict, L: int) -> None:
     assert ns["out"].shape == (2, 16, L, 512) and ns["lse"].shape == (2, 16, L)
-    assert ns["y"].shape == (2, L, 1024)
-    for name in ("out", "lse", "y"):
+    assert ns["y"].shape == (2, L, 1024) and ns["o1"].shape == (2, 1, 16, 512)
+    for name in ("out", "lse", "y", "o1"):
         assert torch.isfinite(ns[name]).all(), name
     assert not ffpa_attn.is_sdpa_patched()
 

@@ -30,7 +30,7 @@ print(f"ffpa forward {per_call(lambda: ffpa_attn.forward(q, k, v, enable_gqa=Tru
 qd, kd, vd = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 print(f"ffpa decode {per_call(lambda: ffpa_attn.decode(qd, kd, vd)):.1f} us/call")
 from ffpa_attn import _decode_ops
-print(f"op only {per_call(lambda: _decode_ops.ffpa_decode(qd, kd, vd, None, None, 0.088, False, 0)):.1f} us/call")
+print(f"op only {per_call(lambda: _decode_ops.ffpa_decode(qd, kd, vd, None, None, None, 0.088, False, 0)):.1f} us/call")
 pr = cProfile.Profile()
 pr.enable()
 for _ in range(2000):
