@@ -5,7 +5,7 @@ each kernel (tile, threads, shared memory) is in resources.md (tools/resource_ta
 
 Kernel names are read from the mangled entry names: FFPA (FfpaTraits<elem, D, Dv, Level, tile,
 AccMode>, ring depth), FA-2 (Fa2Traits<elem, D, Dv, tile<D, wgmma>>, ring depth) and the decode
-family (decode_split_kernel<elem, D, Dv>, decode_merge_kernel<elem>). A kernel the patterns do not
+family (decode_split_kernel<elem, D, Dv, shared K/V>, decode_merge_kernel<elem>). A kernel the patterns do not
 know is listed under its mangled name rather than dropped."""
 import re
 import sys
@@ -17,7 +17,7 @@ DT = {"6__half": "fp16", "13__nv_bfloat16": "bf16"}
 ACC_NAMES = {"0": "", "1": " fp16acc", "2": " mixedacc"}
 FFPA = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)E.*?AccModeE(\d)EEELi(\d+)EEEvNS_9FwdParamsE$")
 FA2 = re.compile(r"(fa2_fwd(?:_wgmma)?)_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)E.*?ELi(\d+)EEEvNS_9FwdParamsE$")
-DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)EEEvNS_12DecodeParamsE$")
+DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)ELb([01])EEEvNS_12DecodeParamsE$")
 MERGE = re.compile(r"decode_merge_kernelI(\w+?)EEvNS_12DecodeParamsE$")
 
 
@@ -34,8 +34,8 @@ def describe(name):
         kind, dt, d, dv, depth = m.groups()
         return ("FA2 wgmma" if kind.endswith("wgmma") else "FA2"), DT.get(dt, dt), dims(d, dv), depth
     if m := DECODE.search(name):
-        dt, d, dv = m.groups()
-        return "decode", DT.get(dt, dt), dims(d, dv), "-"
+        dt, d, dv, shared = m.groups()
+        return ("decode shared-kv" if shared == "1" else "decode"), DT.get(dt, dt), dims(d, dv), "-"
     if m := MERGE.search(name):
         return "decode merge", DT.get(m.group(1), m.group(1)), "-", "-"
     return name, "-", "-", "-"
