@@ -47,6 +47,8 @@ struct DecodeFwd {
   static constexpr int kONTiles = Traits::kONTiles;
   static constexpr int kSNTiles = Traits::kSNTiles;
   static constexpr int kWarpKeys = Traits::kWarpKeys;
+  static constexpr int kQkChains = Traits::kQkChains;
+  static constexpr int kTileBuffers = Traits::kTileBuffers;
   static constexpr int kUnitsPerRow = Traits::kUnitsPerRow;
   static constexpr int kLoadPasses = Traits::kLoadPasses;
 
@@ -179,26 +181,41 @@ struct DecodeFwd {
     return ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes);
   }
 
-  // S (16 rows x this warp's keys) += Q chunk x K chunk^T.
+  // S (16 rows x this warp's keys) += Q chunk x K chunk^T. k-step ks accumulates into chain ks %
+  // kQkChains: with two chains the dependent MMA sequence of a wide head dim is half as long.
   static __device__ __forceinline__ void qk_chunk(uint32_t q_chunk, uint32_t slot, int warp, int lane,
-                                                  float (&s_acc)[kSNTiles][4]) {
+                                                  float (&s_acc)[kQkChains][kSNTiles][4]) {
 #pragma unroll
     for (int ks = 0; ks < kChunk / 16; ++ks) {
+      float (&acc)[kSNTiles][4] = s_acc[ks % kQkChains];
       uint32_t a[4];
       ptx::ldmatrix_m8n8_x4(a, q_chunk + QTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2), 16 * ks + 8 * (lane / 16)));
       if constexpr (kSNTiles == 1) {
         uint32_t b[2];
         ptx::ldmatrix_m8n8_x2(b, slot + KvTile::elem_offset(kWarpKeys * warp + (lane % 8), 16 * ks + 8 * ((lane / 8) % 2)));
-        Num::mma_f32acc(s_acc[0], a, b);
+        Num::mma_f32acc(acc[0], a, b);
       } else {
         uint32_t b[4];
         ptx::ldmatrix_m8n8_x4(b, slot + KvTile::elem_offset(kWarpKeys * warp + (lane % 8) + 8 * (lane / 16),
                                                              16 * ks + 8 * ((lane / 8) % 2)));
         const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-        Num::mma_f32acc(s_acc[0], a, b0);
-        Num::mma_f32acc(s_acc[1], a, b1);
+        Num::mma_f32acc(acc[0], a, b0);
+        Num::mma_f32acc(acc[1], a, b1);
       }
     }
+  }
+
+  // The chains' sum: the tile's scores.
+  static __device__ __forceinline__ void sum_chains(const float (&s_part)[kQkChains][kSNTiles][4],
+                                                    float (&s_acc)[kSNTiles][4]) {
+#pragma unroll
+    for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s_acc[n][e] = s_part[0][n][e];
+#pragma unroll
+        for (int c = 1; c < kQkChains; ++c) s_acc[n][e] += s_part[c][n][e];
+      }
   }
 
   // O (16 rows x this warp's columns of the chunk) += P x V chunk.
@@ -401,17 +418,20 @@ struct DecodeFwd {
                                                     float (&row_max)[2], float (&row_sum)[2]) {
     int i = 0;
     for (int t = 0; t < n_tiles; ++t) {
-      float s_acc[kSNTiles][4], madd[kSNTiles][4];
+      float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
 #pragma unroll
-      for (int n = 0; n < kSNTiles; ++n)
+      for (int c = 0; c < kQkChains; ++c)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
+        for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s_part[c][n][e] = 0.f;
       load_mask(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, madd);
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c, ++i) {
         const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);
-        qk_chunk(q_smem + c * QTile::kBytes, slot, warp, lane, s_acc);
+        qk_chunk(q_smem + c * QTile::kBytes, slot, warp, lane, s_part);
       }
+      sum_chains(s_part, s_acc);
       softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, madd, row_max, row_sum, o_acc);
       uint32_t p_frag[kBlockN / 16][4];
 #pragma unroll
@@ -428,29 +448,33 @@ struct DecodeFwd {
     }
   }
 
-  // The tile loop of the shared-K/V variant (V = the first Dv columns of K): the ring holds two
-  // whole tiles of K chunks; tile t + 1 lands while tile t is multiplied, and tile t + 2 is issued
-  // into t's half once every warp has read it. P V reads V from the K slots of its own tile.
+  // The tile loop of the shared-K/V variant (V = the first Dv columns of K): the ring holds
+  // kTileBuffers whole tiles of K chunks; the next ones land while tile t is multiplied, and tile
+  // t + kTileBuffers is issued into t's buffer once every warp has read it. P V reads V from the K
+  // slots of its own tile.
   static __device__ __forceinline__ void tiles_shared(const DecodeParams& p, const Work& w, const MaskRows& mrows, int n_tiles, int n_chunks,
                                                       uint32_t ring, uint32_t q_smem, uint32_t p_smem, float* red_max,
                                                       const int (&lim)[2], int tid, int warp, int lane, int g, int t4,
                                                       Rows& rows, float (&o_acc)[kVChunks][kONTiles][4],
                                                       float (&row_max)[2], float (&row_sum)[2]) {
     for (int t = 0; t < n_tiles; ++t) {
-      const uint32_t half = ring + static_cast<uint32_t>((t % 2) * kKChunks * KvTile::kBytes);
-      float s_acc[kSNTiles][4], madd[kSNTiles][4];
+      const uint32_t half = ring + static_cast<uint32_t>((t % kTileBuffers) * kKChunks * KvTile::kBytes);
+      float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
 #pragma unroll
-      for (int n = 0; n < kSNTiles; ++n)
+      for (int c = 0; c < kQkChains; ++c)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s_acc[n][e] = 0.f;
+        for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s_part[c][n][e] = 0.f;
       load_mask(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, madd);
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c) {
-        // Pending: this tile's chunks after c and the next tile's kKChunks.
-        ptx::cp_async_wait_group_upto<2 * kKChunks - 1>(2 * kKChunks - 1 - c);
+        // Pending: this tile's chunks after c and the kTileBuffers - 1 tiles after it.
+        ptx::cp_async_wait_group_upto<kTileBuffers * kKChunks - 1>(kTileBuffers * kKChunks - 1 - c);
         __syncthreads();
-        qk_chunk(q_smem + c * QTile::kBytes, half + c * KvTile::kBytes, warp, lane, s_acc);
+        qk_chunk(q_smem + c * QTile::kBytes, half + c * KvTile::kBytes, warp, lane, s_part);
       }
+      sum_chains(s_part, s_acc);
       softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, madd, row_max, row_sum, o_acc);
       __syncthreads();  // P is complete
       uint32_t p_frag[kBlockN / 16][4];
@@ -462,7 +486,7 @@ struct DecodeFwd {
       for (int c = 0; c < kVChunks; ++c) pv_chunk(half + c * KvTile::kBytes, warp, lane, p_frag, o_acc[c]);
       __syncthreads();  // every warp is done with this half of the ring
 #pragma unroll
-      for (int c = 0; c < kKChunks; ++c) issue(p, w, ring, (t + 2) * kKChunks + c, n_chunks, tid, rows);
+      for (int c = 0; c < kKChunks; ++c) issue(p, w, ring, (t + kTileBuffers) * kKChunks + c, n_chunks, tid, rows);
     }
   }
 
@@ -485,7 +509,7 @@ struct DecodeFwd {
     Rows rows;
     if (p.block_table != nullptr) lookup(p, w, 0, tid, rows.next_page);
     load_q(p, w, q_smem, tid);  // joins the group of ring load 0
-    // The ring's first loads: kStages - 1 slots ahead (shared K/V: the first two whole tiles).
+    // The ring's first loads: kStages - 1 slots ahead (shared K/V: the first kTileBuffers whole tiles).
 #pragma unroll
     for (int i = 0; i < (kSharedKV ? kStages : kStages - 1); ++i) issue(p, w, ring, i, n_chunks, tid, rows);
 

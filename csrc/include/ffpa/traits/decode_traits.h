@@ -19,6 +19,7 @@ struct DecodeTileSpec {
   int chunk = 0;       // head-dim columns per ring slot; divides D and Dv
   int stages = 0;      // ring slots (cp.async groups in flight: stages - 1)
   int min_blocks = 2;  // blocks per SM the register allocation must allow (__launch_bounds__)
+  int tile_buffers = 0;  // shared K/V: whole KV tiles the ring holds (0: a ring of chunk slots)
 };
 
 // The widest of 128, 64, 32 columns dividing both head dims (wider slots: fewer block-wide
@@ -33,15 +34,25 @@ constexpr int decode_chunk(int head_dim, int head_dim_v) {
 // take 8 warps (Dv / 16).
 //
 // shared_kv (MLA: V is the first Dv columns of K, one cache): only K is loaded, and P V reads V
-// from the K slots of the same tile, halving the bytes a block moves. The ring then holds two
-// whole KV tiles (the one being multiplied, the next one landing), 8 warps to one block per SM.
+// from the K slots of the same tile, halving the bytes a block moves. A tile's slots stay until
+// its P V is done, so the ring holds whole tiles: two of 64 keys (D = 576: 144 KiB), one block of
+// 8 warps per SM. Measured on an H200 at B=16, S=16384, 16/1 (copy-ceiling fractions): this 0.60;
+// five tiles of 32 keys with 4 warps (four tiles in flight) 0.42, so the block's own latency per
+// tile, not the bytes in flight, is what holds it (next: profile the tile loop).
 constexpr DecodeTileSpec decode_tile(int head_dim, int head_dim_v, bool shared_kv = false) {
   DecodeTileSpec t{};
-  t.warps = head_dim_v > 512 || shared_kv ? 8 : 4;
-  t.min_blocks = t.warps == 8 ? 1 : 2;
+  t.warps = head_dim_v > 512 && !shared_kv ? 8 : 4;
   t.chunk = decode_chunk(head_dim, head_dim_v);
+  if (shared_kv) {
+    t.warps = 8;
+    t.min_blocks = 1;
+    t.tile_buffers = 2;
+    t.stages = t.tile_buffers * (head_dim / t.chunk);
+    return t;
+  }
+  t.min_blocks = t.warps == 8 ? 1 : 2;
   // One 8-warp block per SM gets the ring two smaller blocks would share.
-  t.stages = shared_kv ? 2 * (head_dim / t.chunk) : (t.min_blocks == 1 ? 128 : 64) * 1024 / (t.block_n * t.chunk * 2);
+  t.stages = (t.min_blocks == 1 ? 128 : 64) * 1024 / (t.block_n * t.chunk * 2);
   return t;
 }
 
@@ -58,11 +69,16 @@ struct DecodeTraits {
   static constexpr int kChunk = kSpec.chunk;
   static constexpr int kStages = kSpec.stages;
   static constexpr int kMinBlocks = kSpec.min_blocks;
+  static constexpr int kTileBuffers = kSpec.tile_buffers;
   static constexpr int kKChunks = kHeadDim / kChunk;   // ring slots of K per KV tile
   static constexpr int kVChunks = kHeadDimV / kChunk;  // ring slots of V per KV tile
   static constexpr int kChunksPerTile = kSharedKV ? kKChunks : kKChunks + kVChunks;  // ring loads per tile
   static constexpr int kWarpKeys = kBlockN / kWarps;   // S columns (keys) of a tile a warp owns
   static constexpr int kSNTiles = kWarpKeys / 8;       // its n8 score tiles
+  // Independent accumulator chains of S = Q K^T: two where the head dim is wide (D / 16 dependent
+  // MMAs a tile otherwise) and the registers are there: not at D < 256, where the 4-warp tiles
+  // keep three blocks per SM.
+  static constexpr int kQkChains = kSharedKV || kHeadDim >= 256 ? 2 : 1;
   static constexpr int kWarpCols = kChunk / kWarps;    // O columns of one chunk a warp owns
   static constexpr int kONTiles = kWarpCols / 8;       // its n8 accumulator tiles per chunk
   static constexpr int kUnitsPerRow = kChunk / 8;      // 16-byte units of one slot row
@@ -84,8 +100,8 @@ struct DecodeTraits {
   static_assert(kWarpCols % 8 == 0 && kONTiles >= 1 && kONTiles <= 4, "each warp owns 1..4 n8 tiles of a chunk");
   static_assert(kLoadPasses >= 1 && kBlockN * kUnitsPerRow % kThreads == 0, "a slot loads in whole passes");
   static_assert(kStages >= 3, "the ring keeps at least two slots in flight");
-  static_assert(!kSharedKV || (kHeadDimV <= kHeadDim && kStages == 2 * kKChunks),
-                "shared K/V: V is a prefix of K, the ring two whole tiles");
+  static_assert(!kSharedKV || (kHeadDimV <= kHeadDim && kTileBuffers >= 2 && kStages == kTileBuffers * kKChunks),
+                "shared K/V: V is a prefix of K, the ring whole tiles");
   static_assert(QTile::kBytes % 128 == 0 && KvTile::kBytes % 128 == 0 && PTile::kBytes % 128 == 0,
                 "every shared region stays 128-byte aligned (the swizzle phase of a slot starts at 0)");
 };
