@@ -99,11 +99,7 @@ def _realigned_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: 
     expected = _out_strides(q, v_cache.shape[-1])
     out, lse = ffpa_decode(_ops.realign(q), _ops.realign(k_cache), _ops.realign(v_cache), cache_seqlens,
                            block_table, attn_mask, scale, causal, num_splits)
-    if out.stride() != expected:  # a copy changed q's layout: keep the layout the fake promised
-        fixed = torch.empty_strided(out.shape, expected, dtype=out.dtype, device=out.device)
-        fixed.copy_(out)
-        out = fixed
-    return out, lse
+    return _ops.with_strides(out, expected), lse  # a copy changed q's layout: keep the fake's
 
 
 # Under torch.compile the data pointers are known only at run time: an opaque op (same fake) that

@@ -446,6 +446,15 @@ def realign(t: Tensor) -> Tensor:
     return t.clone(memory_format=torch.contiguous_format)
 
 
+def with_strides(out: Tensor, expected: Tuple[Any, ...]) -> Tensor:
+    """``out`` itself when it has the ``expected`` strides, else a copy that has them."""
+    if out.stride() == expected:
+        return out
+    fixed = torch.empty_strided(out.shape, expected, dtype=out.dtype, device=out.device)
+    fixed.copy_(out)
+    return fixed
+
+
 def _ffpa_fwd_realigned_impl(
     q: Tensor,
     k: Tensor,
@@ -464,12 +473,8 @@ def _ffpa_fwd_realigned_impl(
         realign(q), realign(k), realign(v), attn_mask, scale, is_causal, causal_bottom_right,
         level, acc, num_stages,
     )
-    if out.stride() != expected:
-        # A copy changed q's layout; keep the layout the fake kernel promised.
-        fixed = torch.empty_strided(out.shape, expected, dtype=out.dtype, device=out.device)
-        fixed.copy_(out)
-        out = fixed
-    return out, lse
+    # A copy changed q's layout; keep the layout the fake kernel promised.
+    return with_strides(out, expected), lse
 
 
 # Used under torch.compile, where the data pointer can only be checked at run time:

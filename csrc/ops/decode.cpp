@@ -13,6 +13,7 @@
 #include "ffpa/constants.h"
 #include "launch/ffpa_fwd.h"
 #include "launch/heuristics.h"
+#include "ops/attn_params.h"
 #include "ops/ops.h"
 #include "ops/tensor_checks.h"
 
@@ -102,37 +103,11 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
 
   const c10::cuda::CUDAGuard guard(q.device());
   DecodeParams p{};
-  p.q = q.data_ptr();
-  p.k = k_cache.data_ptr();
-  p.v = v_cache.data_ptr();
-  p.o = out.data_ptr();
-  p.lse = lse.data_ptr<float>();
-  p.q_batch_stride = q.stride(0), p.q_row_stride = q.stride(1), p.q_head_stride = q.stride(2);
-  p.k_batch_stride = k_cache.stride(0), p.k_row_stride = k_cache.stride(1), p.k_head_stride = k_cache.stride(2);
-  p.v_batch_stride = v_cache.stride(0), p.v_row_stride = v_cache.stride(1), p.v_head_stride = v_cache.stride(2);
-  p.o_batch_stride = out.stride(0), p.o_row_stride = out.stride(1), p.o_head_stride = out.stride(2);
-  p.batch = static_cast<int>(B);
-  p.heads_q = static_cast<int>(Hq);
-  p.heads_kv = static_cast<int>(Hkv);
-  p.len_q = static_cast<int>(Lq);
-  p.len_kv = static_cast<int>(capacity);
-  p.head_dim = static_cast<int>(D);
-  p.head_dim_v = static_cast<int>(Dv);
-  p.scale = static_cast<float>(scale);
-  p.scale_log2 = static_cast<float>(scale * kLog2eD);
-  p.is_causal = causal;
+  fill_attn_params(p, kRowsOuter, q, k_cache, v_cache, out, lse, B, Hq, Hkv, Lq, capacity, D, Dv, scale, causal);
   p.seqlens = cache_seqlens.has_value() ? cache_seqlens->data_ptr<int>() : nullptr;
   p.block_table = paged ? block_table->data_ptr<int>() : nullptr;
   p.block_table_stride = paged ? block_table->stride(0) : 0;
-  if (mask_kind != MaskKind::kNone) {
-    const at::Tensor& m = *attn_mask;
-    p.mask = m.data_ptr();
-    p.mask_kind = mask_kind;
-    p.mask_batch_stride = m.size(0) == 1 ? 0 : m.stride(0);
-    p.mask_head_stride = m.size(1) == 1 ? 0 : m.stride(1);
-    p.mask_row_stride = m.size(2) == 1 ? 0 : m.stride(2);
-    p.mask_col_stride = m.size(3) == 1 ? 0 : m.stride(3);
-  }
+  if (mask_kind != MaskKind::kNone) fill_mask(p, *attn_mask, mask_kind);
   p.page_size = static_cast<int>(page_size);
   p.page_shift = -1;
   for (int sh = 0; sh < 31; ++sh)

@@ -10,6 +10,7 @@
 #include "ffpa/constants.h"
 #include "launch/ffpa_fwd.h"
 #include "launch/heuristics.h"
+#include "ops/attn_params.h"
 #include "ops/ops.h"
 #include "ops/tensor_checks.h"
 
@@ -64,25 +65,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
 
   const c10::cuda::CUDAGuard guard(q.device());
   FwdParams p{};
-  p.q = q.data_ptr();
-  p.k = k.data_ptr();
-  p.v = v.data_ptr();
-  p.o = out.data_ptr();
-  p.lse = lse.data_ptr<float>();
-  p.q_batch_stride = q.stride(0), p.q_head_stride = q.stride(1), p.q_row_stride = q.stride(2);
-  p.k_batch_stride = k.stride(0), p.k_head_stride = k.stride(1), p.k_row_stride = k.stride(2);
-  p.v_batch_stride = v.stride(0), p.v_head_stride = v.stride(1), p.v_row_stride = v.stride(2);
-  p.o_batch_stride = out.stride(0), p.o_head_stride = out.stride(1), p.o_row_stride = out.stride(2);
-  p.batch = static_cast<int>(B);
-  p.heads_q = static_cast<int>(Hq);
-  p.heads_kv = static_cast<int>(Hkv);
-  p.len_q = static_cast<int>(L);
-  p.len_kv = static_cast<int>(S);
-  p.head_dim = static_cast<int>(D);
-  p.head_dim_v = static_cast<int>(Dv);
-  p.scale = static_cast<float>(scale);
-  p.scale_log2 = static_cast<float>(scale * kLog2eD);
-  p.is_causal = is_causal;
+  fill_attn_params(p, kHeadsOuter, q, k, v, out, lse, B, Hq, Hkv, L, S, D, Dv, scale, is_causal);
   p.causal_offset = is_causal && causal_bottom_right ? static_cast<int>(S - L) : 0;
   p.num_stages = static_cast<int>(num_stages);
 
@@ -102,13 +85,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     TORCH_CHECK(static_cast<int64_t>(mb) * mh <= kMaxGridYZ, "ffpa_fwd: `attn_mask` with ", num(int64_t{mb}),
                 " batches x ", num(int64_t{mh}), " heads is not supported (at most ", num(int64_t{kMaxGridYZ}), " (batch, head) slices; "
                 "broadcast the mask over batch or heads)");
-    p.mask = m.data_ptr();
-    p.mask_kind = mask_kind;
-    // Broadcast dims read with stride 0.
-    p.mask_batch_stride = m.size(0) == 1 ? 0 : m.stride(0);
-    p.mask_head_stride = m.size(1) == 1 ? 0 : m.stride(1);
-    p.mask_row_stride = m.size(2) == 1 ? 0 : m.stride(2);
-    p.mask_col_stride = m.size(3) == 1 ? 0 : m.stride(3);
+    fill_mask(p, m, mask_kind);
     block_map = at::empty({launch::block_map_bytes(mb, mh, p.len_q, p.len_kv, info.block_m, info.block_n)},
                           opts.dtype(at::kByte));
     err = launch::build_block_map(p, mb, mh, info.block_m, info.block_n, block_map.data_ptr<uint8_t>(), stream);

@@ -279,6 +279,28 @@ struct DecodeFwd {
       }
   }
 
+  // The start of a KV tile: zeroed S chains, and the tile's mask values (their loads in flight
+  // while Q K^T runs).
+  static __device__ __forceinline__ void begin_tile(const DecodeParams& p, const MaskRows& mrows, int n0, int n_end,
+                                                    int warp, int t4, float (&s_part)[kQkChains][kSNTiles][4],
+                                                    float (&madd)[kSNTiles][4]) {
+#pragma unroll
+    for (int c = 0; c < kQkChains; ++c)
+#pragma unroll
+      for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s_part[c][n][e] = 0.f;
+    load_mask(p, mrows, n0, n_end, warp, t4, madd);
+  }
+
+  // P (b16, the whole tile) as the A fragments of P V's k-steps.
+  static __device__ __forceinline__ void load_p(uint32_t p_smem, int lane, uint32_t (&p_frag)[kBlockN / 16][4]) {
+#pragma unroll
+    for (int ks = 0; ks < kBlockN / 16; ++ks)
+      ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2),
+                                                                    16 * ks + 8 * (lane / 16)));
+  }
+
   // Online softmax of one KV tile across the warps: mask and scale this warp's scores, the tile's
   // row max through shared memory, the shared state update (every warp holds the same row max, so
   // the per-warp sums and output slices stay consistent), P (b16) into shared memory.
@@ -419,13 +441,7 @@ struct DecodeFwd {
     int i = 0;
     for (int t = 0; t < n_tiles; ++t) {
       float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
-#pragma unroll
-      for (int c = 0; c < kQkChains; ++c)
-#pragma unroll
-        for (int n = 0; n < kSNTiles; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s_part[c][n][e] = 0.f;
-      load_mask(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, madd);
+      begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, madd);
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c, ++i) {
         const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);
@@ -437,12 +453,7 @@ struct DecodeFwd {
 #pragma unroll
       for (int c = 0; c < kVChunks; ++c, ++i) {
         const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);  // its barrier also publishes P
-        if (c == 0) {
-#pragma unroll
-          for (int ks = 0; ks < kBlockN / 16; ++ks)
-            ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2),
-                                                                          16 * ks + 8 * (lane / 16)));
-        }
+        if (c == 0) load_p(p_smem, lane, p_frag);
         pv_chunk(slot, warp, lane, p_frag, o_acc[c]);
       }
     }
@@ -460,13 +471,7 @@ struct DecodeFwd {
     for (int t = 0; t < n_tiles; ++t) {
       const uint32_t half = ring + static_cast<uint32_t>((t % kTileBuffers) * kKChunks * KvTile::kBytes);
       float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
-#pragma unroll
-      for (int c = 0; c < kQkChains; ++c)
-#pragma unroll
-        for (int n = 0; n < kSNTiles; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s_part[c][n][e] = 0.f;
-      load_mask(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, madd);
+      begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, madd);
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c) {
         // Pending: this tile's chunks after c and the kTileBuffers - 1 tiles after it.
@@ -478,10 +483,7 @@ struct DecodeFwd {
       softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, madd, row_max, row_sum, o_acc);
       __syncthreads();  // P is complete
       uint32_t p_frag[kBlockN / 16][4];
-#pragma unroll
-      for (int ks = 0; ks < kBlockN / 16; ++ks)
-        ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2),
-                                                                      16 * ks + 8 * (lane / 16)));
+      load_p(p_smem, lane, p_frag);
 #pragma unroll
       for (int c = 0; c < kVChunks; ++c) pv_chunk(half + c * KvTile::kBytes, warp, lane, p_frag, o_acc[c]);
       __syncthreads();  // every warp is done with this half of the ring
