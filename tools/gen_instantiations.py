@@ -82,8 +82,8 @@ def generate(out: Path, head_dims: list[int] | None, dtypes: list[str], archs: l
         ws = f"&{lt}::workspace_bytes" if BY_NAME[f].workspace else "nullptr"
         head = f"    {{DType::{DTYPES[dt][1]}, {family_enum(f)}, {FAMILY_LEVEL[f]}, {ACCS[acc]}, {d}, {dv}, "
         if BY_NAME[f].op == "decode":
-            return head + f"nullptr, &{lt}::info, nullptr, &{lt}::run, &{lt}::splits}},"
-        return head + f"&{lt}::run, &{lt}::info, {ws}}},"
+            return head + f"nullptr, &{lt}::info, nullptr, &{lt}::run, &{lt}::splits, \"{f}\"}},"
+        return head + f"&{lt}::run, &{lt}::info, {ws}, nullptr, nullptr, \"{f}\"}},"
     entries = "\n".join(entry(*it) for it in items)
     reg = out / "registry.cu"
     write_if_changed(reg, HEADER + """#include <cuda_bf16.h>

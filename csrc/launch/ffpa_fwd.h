@@ -63,12 +63,15 @@ struct RegistryEntry {
   WorkspaceFn workspace;  // null: none needed
   DecodeRunFn decode_run = nullptr;        // decode family
   DecodeSplitsFn decode_splits = nullptr;  // decode family
+  const char* name = "";                   // the family's name in tools/family_spec.py ("fa2", "ffpa_l1", ...)
 };
 const RegistryEntry* registry_begin();
 const RegistryEntry* registry_end();
 
 // The kernel of one family for (dtype, level, accumulation, head dims), or null if not compiled.
 const RegistryEntry* find_kernel(DType dtype, Family family, int level, AccMode acc, int head_dim, int head_dim_v);
+// The same by the family's name (tools/family_spec.py); null if not compiled.
+const RegistryEntry* find_kernel(const char* family, DType dtype, AccMode acc, int head_dim, int head_dim_v);
 
 // What a call asks for and the sizes the level heuristic looks at.
 struct RouteQuery {

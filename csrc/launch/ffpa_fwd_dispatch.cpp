@@ -1,6 +1,7 @@
 // Looks kernels up in the generated registry: by family, or by the routing rule of level 0.
 // The only non-generated code that knows instantiations exist; torch-free.
 #include <atomic>
+#include <cstring>
 
 #include "launch/ffpa_fwd.h"
 #include "launch/ffpa_heuristic.h"
@@ -17,6 +18,14 @@ Fa2Mma fa2_mma() { return static_cast<Fa2Mma>(g_fa2_mma.load(std::memory_order_r
 const RegistryEntry* find_kernel(DType dtype, Family family, int level, AccMode acc, int head_dim, int head_dim_v) {
   for (const RegistryEntry* e = registry_begin(); e != registry_end(); ++e)
     if (e->dtype == dtype && e->family == family && e->level == level && e->acc == acc && e->head_dim == head_dim &&
+        e->head_dim_v == head_dim_v)
+      return e;
+  return nullptr;
+}
+
+const RegistryEntry* find_kernel(const char* family, DType dtype, AccMode acc, int head_dim, int head_dim_v) {
+  for (const RegistryEntry* e = registry_begin(); e != registry_end(); ++e)
+    if (std::strcmp(e->name, family) == 0 && e->dtype == dtype && e->acc == acc && e->head_dim == head_dim &&
         e->head_dim_v == head_dim_v)
       return e;
   return nullptr;

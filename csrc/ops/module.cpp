@@ -26,30 +26,32 @@ py::dict build_info() {
 }
 
 // Launch configuration of one compiled kernel; registers/local memory need a CUDA device.
-// `family` is "fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3" or "decode" (the family names of build_info());
+// `family` is one of the family names of build_info() (the registry's, from tools/family_spec.py);
 // `acc` is "fp32", "fp16" or "mixed" (FFPA only).
 py::dict kernel_info(const std::string& dtype, const std::string& family, int head_dim, int head_dim_v, int num_stages,
                      bool query_attributes, const std::string& acc) {
   using ffpa::launch::DType;
-  using ffpa::launch::Family;
   DType dt;
   if (dtype == "float16" || dtype == "fp16") dt = DType::kFloat16;
   else if (dtype == "bfloat16" || dtype == "bf16") dt = DType::kBFloat16;
   else throw py::value_error("kernel_info: `dtype` must be 'float16' or 'bfloat16', got '" + dtype + "'");
-  Family fam;
-  int level;
-  if (family == "fa2") fam = Family::kFa2, level = 0;
-  else if (family == "ffpa_l1") fam = Family::kFfpa, level = 1;
-  else if (family == "ffpa_l2") fam = Family::kFfpa, level = 2;
-  else if (family == "ffpa_l3") fam = Family::kFfpa, level = 3;
-  else if (family == "decode") fam = Family::kDecode, level = 0;
-  else throw py::value_error("kernel_info: `family` must be 'fa2', 'ffpa_l1', 'ffpa_l2', 'ffpa_l3' or 'decode', got '" + family + "'");
+  // Family names come from the registry (tools/family_spec.py), not a list restated here.
+  bool known = false;
+  std::string names;
+  for (const ffpa::launch::RegistryEntry* e = ffpa::launch::registry_begin(); e != ffpa::launch::registry_end(); ++e) {
+    known = known || family == e->name;
+    if (names.find(std::string("'") + e->name + "'") == std::string::npos)
+      names += (names.empty() ? "" : ", ") + std::string("'") + e->name + "'";
+  }
+  if (!known)
+    throw py::value_error("kernel_info: `family` must be one of the families of this build (" + names + "), got '" +
+                          family + "'");
   ffpa::AccMode mode;
   if (acc == "fp32") mode = ffpa::AccMode::kF32;
   else if (acc == "fp16") mode = ffpa::AccMode::kF16;
   else if (acc == "mixed") mode = ffpa::AccMode::kMixed;
   else throw py::value_error("kernel_info: `acc` must be 'fp32', 'fp16' or 'mixed', got '" + acc + "'");
-  const ffpa::launch::RegistryEntry* e = ffpa::launch::find_kernel(dt, fam, level, mode, head_dim, head_dim_v);
+  const ffpa::launch::RegistryEntry* e = ffpa::launch::find_kernel(family.c_str(), dt, mode, head_dim, head_dim_v);
   if (e == nullptr)
     throw py::value_error("kernel_info: (" + dtype + ", " + family + ", acc " + acc + ", head dims " +
                           std::to_string(head_dim) + "/" + std::to_string(head_dim_v) + ") is not compiled");
