@@ -111,6 +111,18 @@ def gemm_ceiling(torch, timer, flush):
     return ms, 2 * 8192 ** 3 / (ms * 1e-3) / 1e12
 
 
+def host_us_per_call(torch, fn, n=2000, warmup=0):
+    """Wall time per call of n back-to-back calls (no sync inside the loop), in microseconds."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
 def latency_probe(torch, ffpa_attn, dtype):
     """Per-call time at B=1, S=4096, 32/8, D=128: eager (host loop) and one-call CUDA-graph replays."""
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -125,18 +137,8 @@ def latency_probe(torch, ffpa_attn, dtype):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         step()
-    n = 2000
-
-    def per_call(fn):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / n * 1e6
-
-    eager = min(per_call(step) for _ in range(3))
-    graphed = min(per_call(graph.replay) for _ in range(3))
+    eager = min(host_us_per_call(torch, step) for _ in range(3))
+    graphed = min(host_us_per_call(torch, graph.replay) for _ in range(3))
     return {"kernel": "latency", "dtype": str(dtype).split(".")[-1], "B": 1, "Hq": 32, "Hkv": 8, "Lq": 1,
             "S": 4096, "D": 128, "Dv": 128, "eager_us": eager, "graph_us": graphed, "overhead_us": eager - graphed}
 

@@ -1,8 +1,9 @@
 """Development probe: host time per call of ffpa_attn.forward / decode against SDPA on a decode
 shape (no sync inside the loop), and a cProfile of forward's Python path."""
 import cProfile
+import os
 import pstats
-import time
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -14,15 +15,12 @@ k = torch.randn(4, 8, 1088, 128, device="cuda", dtype=torch.bfloat16)
 v = torch.randn(4, 8, 1088, 128, device="cuda", dtype=torch.bfloat16)
 
 
-def per_call(fn, n=2000):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from bench_decode import host_us_per_call  # noqa: E402
+
+
+def per_call(fn):
+    return host_us_per_call(torch, fn, warmup=50)
 
 
 print(f"sdpa {per_call(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)):.1f} us/call")
