@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "ffpa/constants.h"
+#include "ffpa/kernels/decode_merge.cuh"
 #include "ffpa/kernels/decode_sm80.cuh"
 #include "ffpa/traits/decode_traits.h"
 #include "launch/fwd_launcher.h"
