@@ -43,7 +43,7 @@ from .interface import forward
 
 __all__ = ["decode", "MAX_DECODE_QUERIES", "PAGE_SIZES"]
 
-MAX_DECODE_QUERIES = 32
+MAX_DECODE_QUERIES = _decode_ops.MAX_QUERIES
 MAX_SPLITS = 256  # csrc/launch/heuristics.h kMaxDecodeSplits
 PAGE_SIZES = tuple(range(16, 257, 16))
 

@@ -18,9 +18,10 @@ from torch import Tensor
 
 from . import _ops
 
-__all__ = ["available", "decode_pairs", "ffpa_decode", "ffpa_decode_realigned", "FAMILY"]
+__all__ = ["available", "decode_pairs", "ffpa_decode", "ffpa_decode_realigned", "FAMILY", "MAX_QUERIES"]
 
 FAMILY = "decode"
+MAX_QUERIES = 32  # query rows the op takes (csrc/ops/decode.cpp kMaxQueries)
 _QUALNAME = "ffpa_attn::ffpa_decode"
 _OP_ARGS = ("q", "k_cache", "v_cache", "cache_seqlens", "block_table", "attn_mask", "scale", "causal", "num_splits")
 

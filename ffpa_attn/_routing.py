@@ -238,26 +238,25 @@ def _kernel_reason(
     return None
 
 
-# Forward calls with at most this many query rows run on the decode family where it is compiled for
-# the pair (its limit: csrc/ops/decode.cpp). The prefill kernels give each query head its own block,
-# so a KV head's bytes are read once per query head and a long key range runs in one block; the
-# decode kernel packs the heads of a KV head and splits the keys.
-DECODE_MAX_QUERIES = 32
+# Forward calls with at most _decode_ops.MAX_QUERIES query rows run on the decode family where it is
+# compiled for the pair. The prefill kernels give each query head its own block, so a KV head's bytes
+# are read once per query head and a long key range runs in one block; the decode kernel packs the
+# heads of a KV head and splits the keys.
 
 
 def decode_route(q4: Tensor, k4: Tensor, v4: Tensor, attn_mask: Optional[Tensor], is_causal: bool,
                  bottom_right: bool, level: Optional[int], acc: str, num_stages: Optional[int]) -> bool:
     """Whether a forward call (4-D SDPA layout, our kernels already chosen, any mask already accepted
     by the kernels and in its 4-D broadcast form) runs on the decode family: no forced level /
-    accumulation / ring depth, at most DECODE_MAX_QUERIES query rows, causal only where it means
+    accumulation / ring depth, at most _decode_ops.MAX_QUERIES query rows, causal only where it means
     what decode's does (bottom-right, or L == S; with a mask, not at all: forward applies both)."""
     if level is not None or acc != "auto" or num_stages is not None:
         return False
+    from . import _decode_ops  # the decode op module imports _ops only; imported late to keep startup light
+
     L, S = q4.shape[2], k4.shape[2]
-    if L > DECODE_MAX_QUERIES or S < 1:
+    if L > _decode_ops.MAX_QUERIES or S < 1:
         return False
     if is_causal and (attn_mask is not None or not (bottom_right or L == S)):
         return False
-    from . import _decode_ops  # the decode op module imports _ops only; imported late to keep startup light
-
     return (q4.shape[-1], v4.shape[-1]) in _decode_ops.decode_pairs()

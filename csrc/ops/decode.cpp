@@ -120,9 +120,9 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
   launch::KernelInfo info;
   cudaError_t err = kernel->info(0, false, &info);
   TORCH_CHECK(err == cudaSuccess, kOp, ": no launch configuration: ", cudaGetErrorString(err));
-  const int64_t auto_splits = kernel->decode_splits(p);
+  const int64_t splits = num_splits > 0 ? num_splits : kernel->decode_splits(p);  // the heuristic only for auto
   const int64_t key_tiles = (capacity + info.block_n - 1) / info.block_n;
-  p.num_splits = static_cast<int>(std::max<int64_t>(1, std::min(num_splits > 0 ? num_splits : auto_splits, key_tiles)));
+  p.num_splits = static_cast<int>(std::max<int64_t>(1, std::min(splits, key_tiles)));
 
   at::Tensor o_part, lse_part;  // the splits' partials, kept alive until the kernels are enqueued
   if (p.num_splits > 1) {
