@@ -74,7 +74,7 @@ def extensions():
                                             [ptx_arch(archs)], accs, families)
     sources = ["csrc/ops/module.cpp", "csrc/ops/registration.cpp", "csrc/ops/fwd.cpp", "csrc/ops/decode.cpp",
                "csrc/ops/attn_params.cpp", "csrc/ops/tensor_checks.cpp",
-               "csrc/launch/ffpa_fwd_dispatch.cpp",
+               "csrc/launch/route.cpp",
                "csrc/launch/ffpa_heuristic.cpp",
                "csrc/launch/mask_block_map.cu"]
     sources += [os.path.relpath(p, ROOT) for p in generated]

@@ -16,14 +16,14 @@ from typing import Any, FrozenSet, Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _ops
+from . import _ops, _spec
 
 __all__ = ["available", "decode_pairs", "ffpa_decode", "ffpa_decode_realigned", "FAMILY", "MAX_QUERIES"]
 
 FAMILY = "decode"
-MAX_QUERIES = 32  # query rows the op takes (csrc/ops/decode.cpp kMaxQueries)
+MAX_QUERIES = _spec.DECODE_MAX_QUERIES  # query rows the op takes (the C++ op reads the same constant)
 _QUALNAME = "ffpa_attn::ffpa_decode"
-_OP_ARGS = ("q", "k_cache", "v_cache", "cache_seqlens", "block_table", "attn_mask", "scale", "causal", "num_splits")
+_OP_ARGS = _spec.op_args("ffpa_decode")
 
 
 def _lookup() -> Any:
@@ -109,8 +109,7 @@ ffpa_decode_realigned = torch.library.custom_op(
     "ffpa_attn::ffpa_decode_realigned",
     _realigned_impl,
     mutates_args=(),
-    schema="(Tensor q, Tensor k_cache, Tensor v_cache, Tensor? cache_seqlens, Tensor? block_table, Tensor? attn_mask, "
-    "float scale, bool causal, int num_splits) -> (Tensor, Tensor)",
+    schema=_spec.op_signature("ffpa_decode"),
 )
 ffpa_decode_realigned.register_fake(_fake)
 

@@ -28,6 +28,8 @@ from typing import Any, Dict, FrozenSet, Optional, Tuple
 import torch
 from torch import Tensor
 
+from . import _spec
+
 __all__ = [
     "extension_available",
     "import_error",
@@ -43,20 +45,20 @@ __all__ = [
     "built_ptx_archs",
     "built_dtypes",
     "built_accs",
+    "kernel_families",
+    "chosen_kernel",
     "ACC_CODES",
 ]
 
 _OP_QUALNAME = "ffpa_attn::ffpa_fwd"
-# Argument names of the op schema this Python layer calls (see the module doc).
-_OP_ARGS = (
-    "q", "k", "v", "attn_mask", "scale", "is_causal", "causal_bottom_right", "level", "acc",
-    "num_stages",
-)
-# Kernel families, in the order auto routing tries them when asking "is the pair compiled".
-FAMILIES = ("fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3")
+# Argument names of the op schema this Python layer calls (ffpa_attn/_spec.py OPS, the schema the
+# C++ side registers; checked against the registered one at import).
+_OP_ARGS = _spec.op_args("ffpa_fwd")
+# Forward kernel families, in spec order (which one runs is the C++ chooser's decision).
+FAMILIES = _spec.FWD_NAMES
 # Every family the manifest may list: the forward ones and the decode op's (ffpa_attn/_decode_ops.py).
-ALL_FAMILIES = FAMILIES + ("decode",)
-ACC_CODES = {"auto": 0, "fp32": 1, "fp16": 2, "mixed": 3}  # the op's `acc` argument
+ALL_FAMILIES = _spec.NAMES
+ACC_CODES = _spec.ACC_CODES  # the op's `acc` argument
 
 # --------------------------------------------------------------------------- loading
 _C: Any = None
@@ -275,6 +277,45 @@ _PTX_ARCHS: Tuple[str, ...] = (
 )
 
 
+def _registry_entries() -> Tuple[Tuple[str, str, str, str, str, int, int, int], ...]:
+    """build_info()["registry"] as tuples (op, family, arch, dtype, acc, E, Ev, level)."""
+    out = []
+    for e in _BUILD_INFO.get("registry") or ():
+        try:
+            out.append((str(e["op"]), str(e["family"]), str(e.get("arch", "any")), str(e["dtype"]), str(e["acc"]),
+                        int(e["E"]), int(e["Ev"]), int(e.get("level", 0))))
+        except (KeyError, TypeError, ValueError):
+            pass
+    return tuple(out)
+
+
+# Every compiled kernel (a plain module global: constant for torch.compile).
+_REGISTRY = _registry_entries()
+
+
+def kernel_families(op: str, E: int, Ev: int, dtype: Optional[str] = None, acc: str = "auto",
+                    level: Optional[int] = None, cc: Optional[Tuple[int, int]] = None) -> Tuple[str, ...]:
+    """Families with a compiled kernel of ``op`` ("fwd" or "decode") for head dims (E, Ev), dtype name
+    ``dtype`` (None: any), accumulation ``acc`` ("auto" = fp32), FFPA ``level`` (None: any) that runs
+    on compute capability ``cc`` (None: any), in spec order. Whether one exists decides fallback;
+    which one runs is the C++ chooser's (csrc/launch/route.cpp; ``chosen_kernel`` asks it)."""
+    want_acc = "fp32" if acc == "auto" else acc
+    found = {fam for (o, fam, arch, dt, a, e, ev, lv) in _REGISTRY
+             if o == op and e == E and ev == Ev and a == want_acc and (dtype is None or dt == dtype)
+             and (level is None or lv == level) and (cc is None or _spec.arch_runs(arch, cc))}
+    return tuple(f for f in ALL_FAMILIES if f in found)
+
+
+def chosen_kernel(dtype: str, E: int, Ev: int, level: int = 0, acc: str = "auto", len_q: int = 1024,
+                  len_kv: int = 1024, batch_heads: int = 32, op: str = "fwd") -> Optional[Dict[str, Any]]:
+    """What the C++ chooser runs for such a call on the current CUDA device (family, level, mma), or
+    None if nothing is compiled for it. Needs the extension (and a device to see its arch)."""
+    if _C is None:
+        raise RuntimeError(f"the extension is not available: {_IMPORT_ERROR}")
+    got = _C.route(op, dtype, E, Ev, level, ACC_CODES[acc], len_q, len_kv, batch_heads)
+    return dict(got) if got is not None else None
+
+
 def built_families() -> Tuple[str, ...]:
     """Kernel families with at least one compiled head-dim pair, e.g. ``("fa2", "ffpa_l1")``."""
     return tuple(f for f in FAMILIES if _PAIRS.get(f))
@@ -483,7 +524,6 @@ ffpa_fwd_realigned = torch.library.custom_op(
     "ffpa_attn::ffpa_fwd_realigned",
     _ffpa_fwd_realigned_impl,
     mutates_args=(),
-    schema="(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float scale, bool is_causal, "
-    "bool causal_bottom_right, int level, int acc, int num_stages) -> (Tensor, Tensor)",
+    schema=_spec.op_signature("ffpa_fwd"),
 )
 ffpa_fwd_realigned.register_fake(_ffpa_fwd_fake)

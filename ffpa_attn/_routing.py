@@ -1,8 +1,8 @@
 """Routing for ``ffpa_attn.forward``: can our kernels run a validated call on this device and
-build (``_kernel_reason`` returns why not, or ``None``), and which family can take it
-(``_family_for``: the FA-2 family where the (E, Ev) pair is compiled for it, else an FFPA
-level; which FFPA level runs an auto call is the C++ heuristic's choice, csrc/launch/ffpa_heuristic.cpp). Plain Python on tensor metadata and cached
-device facts, so it traces under ``torch.compile(fullgraph=True)``.
+build (``_kernel_reason`` returns why not, or ``None``): is a kernel compiled for it (the build
+manifest's registry, ``_ops.kernel_families``). Which one runs is decided in C++ only (the chooser,
+csrc/launch/route.cpp). Plain Python on tensor metadata and cached device facts, so it traces under
+``torch.compile(fullgraph=True)``.
 """
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _ops
+from . import _ops, _spec
 from ._masks import mask_slices
 
-_HALF_ACCS = ("fp16", "mixed")  # accumulation modes that need float16 inputs and an FFPA kernel
+_HALF_ACCS = tuple(a for a in _spec.ACCS if a != "fp32")  # need float16 inputs and an FFPA kernel
 # CUDA's gridDim.y/z limit, ffpa::kMaxGridYZ (csrc/include/ffpa/constants.h; the build reports it as
 # build_info()["limits"]["max_grid_yz"], and tests/test_build.py checks the two agree).
 _MAX_GRID_YZ = 65535
 _MAX_HEADS = _MAX_GRID_YZ  # query heads: grid y of the kernels
 _MAX_MASK_SLICES = _MAX_GRID_YZ  # (batch, head) slices of a mask: grid z of the block-map pass
-_KERNEL_DTYPES = (torch.float16, torch.bfloat16)
+_KERNEL_DTYPES = tuple(getattr(torch, t.torch) for t in _spec.DTYPES.values())
 _MASK_DTYPES = (torch.bool, torch.float16, torch.bfloat16, torch.float32)
-_LEVEL_FAMILY = {1: "ffpa_l1", 2: "ffpa_l2", 3: "ffpa_l3"}  # families a forced level runs
-_DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}  # as in build_info()
+_LEVEL_FAMILY = _spec.LEVEL_NAMES  # families a forced level runs
+_DTYPE_NAMES = {getattr(torch, t.torch): t.torch for t in _spec.DTYPES.values()}  # as in build_info()
 
 # Plain dicts keyed by CUDA device index (dynamo reads them; only eager code writes):
 _capability_cache: dict = {}  # -> (major, minor)
@@ -128,18 +128,15 @@ def _compiled_text() -> str:
 
 
 def _family_for(
-    E: int, Ev: int, level: Optional[int], acc: str = "auto", dtype_name: Optional[str] = None
+    E: int, Ev: int, level: Optional[int], acc: str = "auto", dtype_name: Optional[str] = None,
+    cc: Optional[Tuple[int, int]] = None,
 ) -> Optional[str]:
-    """A compiled kernel family that can run head dims (E, Ev) at ``level`` (None = auto) with
-    accumulation ``acc`` for inputs of dtype ``dtype_name``, or None."""
-    families = _ops.FAMILIES if level is None else (_LEVEL_FAMILY.get(level),)
-    for family in families:
-        if family is None or (E, Ev) not in _ops.head_dim_pairs(family):
-            continue
-        if acc in _HALF_ACCS and acc not in _ops.built_accs(family, dtype_name or ""):
-            continue
-        return family
-    return None
+    """A compiled forward family with a kernel for head dims (E, Ev) at ``level`` (None = auto)
+    with accumulation ``acc`` for inputs of dtype ``dtype_name`` on compute capability ``cc``
+    (the first in spec order), or None. Whether one exists is all the Python side decides; which
+    runs is the C++ chooser's."""
+    found = _ops.kernel_families("fwd", E, Ev, dtype_name, acc, level, cc)
+    return found[0] if found else None
 
 
 def _head_dim_reason(E: int, Ev: int, level: Optional[int], acc: str = "auto") -> str:
@@ -233,7 +230,9 @@ def _kernel_reason(
             "(bfloat16 tensor-core MMAs accumulate in fp32 only)"
         )
     E, Ev = qsh[-1], vsh[-1]
-    if _family_for(E, Ev, level, acc, _DTYPE_NAMES.get(dtype)) is None:
+    cc = _cuda_capability(query.device.index if query.device.index is not None else torch.cuda.current_device()) \
+        if query.device.type == "cuda" else None
+    if _family_for(E, Ev, level, acc, _DTYPE_NAMES.get(dtype), cc) is None:
         return _head_dim_reason(E, Ev, level, acc)
     return None
 

@@ -244,16 +244,61 @@ def test_level_heuristic_rule():
 def test_auto_routes_d320_and_d384_to_fa2_where_compiled(d):
     """D = 320 and 384 auto calls run the FA-2 family when this build has its (d, d) kernel (its
     whole-head-dim tile beats every FFPA tile there, README 'Measured'); forced levels and
-    fp16/mixed accumulation still reach FFPA."""
-    from ffpa_attn import _routing
+    fp16/mixed accumulation still reach FFPA. Asked of the C++ chooser, the one that decides."""
+    from ffpa_attn import _ops
 
     if (d, d) not in _pairs("fa2"):
         pytest.skip(f"this build has no FA-2 kernel for D={d}")
-    assert _routing._family_for(d, d, None) == "fa2"
+    dt = ffpa_attn.build_info()["dtypes"][0]
+    assert _ops.chosen_kernel(dt, d, d)["family"] == "fa2"
     if (d, d) in _pairs("ffpa_l1"):
-        assert _routing._family_for(d, d, 1) == "ffpa_l1"
+        assert _ops.chosen_kernel(dt, d, d, level=1)["family"] == "ffpa_l1"
     # fp16 accumulation exists on the FFPA levels only: never routed to FA-2
-    assert _routing._family_for(d, d, None, "fp16", "float16") != "fa2"
+    if "float16" in ffpa_attn.build_info()["dtypes"]:
+        got = _ops.chosen_kernel("float16", d, d, acc="fp16")
+        assert got is None or got["family"] != "fa2"
+
+
+def test_chooser_reads_the_registry():
+    """The C++ chooser (csrc/launch/route.cpp), asked through _C.route for every compiled pair: it
+    runs a kernel the registry has, of the family the spec's data make first (FA-2 where it has the
+    pair, wgmma on a compute capability 9.0 device with sm_90a code unless set_fa2_mma('sync'),
+    mma.sync otherwise), the forced level when one is given, the decode family for the decode op,
+    and nothing for a pair not compiled. Python's existence check agrees with it."""
+    from ffpa_attn import _ops
+
+    info = ffpa_attn.build_info()
+    cc = torch.cuda.get_device_capability() if torch.cuda.is_available() else None
+    wgmma_here = cc == (9, 0) and "90a" in info["archs"]
+    for e in info["registry"]:
+        if e["acc"] != "fp32":
+            continue
+        pair, dt = (e["E"], e["Ev"]), e["dtype"]
+        if e["op"] == "decode":
+            assert _ops.chosen_kernel(dt, *pair, op="decode")["family"] == "decode"
+            continue
+        got = _ops.chosen_kernel(dt, *pair)
+        assert got is not None, e
+        assert (got["family"] == "fa2") == (pair in _pairs("fa2")), (e, got)
+        if got["family"] == "fa2":
+            assert got["mma"] == ("wgmma" if wgmma_here else "mma.sync"), got
+        assert got["family"] in _ops.kernel_families("fwd", *pair, dt, cc=cc)
+        if e["level"]:
+            assert _ops.chosen_kernel(dt, *pair, level=e["level"])["family"] == e["family"]
+    if _pairs("fa2") and wgmma_here:
+        e, ev = _pairs("fa2")[0]
+        C = _ops._C
+        C.set_fa2_mma("sync")
+        try:
+            assert _ops.chosen_kernel(info["dtypes"][0], e, ev)["mma"] == "mma.sync"
+        finally:
+            C.set_fa2_mma("auto")
+    dt = info["dtypes"][0]
+    assert _ops.chosen_kernel(dt, 328, 328) is None
+    with pytest.raises(ValueError, match="`op` must be"):
+        _ops._C.route("bwd", dt, 128, 128, 0, 0, 1, 1, 1)
+    with pytest.raises(ValueError, match="`acc` must be"):
+        _ops._C.route("fwd", dt, 128, 128, 0, 7, 1, 1, 1)
 
 
 def test_grid_limit_is_the_one_the_routing_uses():
@@ -266,11 +311,14 @@ def test_grid_limit_is_the_one_the_routing_uses():
 
 
 def test_manifest_registry_lists_every_compiled_kernel():
-    """build_info()["registry"] (from tools/family_spec.py) has one entry per compiled kernel and
+    """build_info()["registry"] (from ffpa_attn/_spec.py) has one entry per compiled kernel and
     agrees with the per-family summaries: the same (E, Ev) pairs and accumulation modes."""
     info = ffpa_attn.build_info()
     reg = info["registry"]
-    assert reg and len({(e["family"], e["dtype"], e["acc"], e["E"], e["Ev"]) for e in reg}) == len(reg)
+    assert reg and len({(e["family"], e["arch"], e["dtype"], e["acc"], e["E"], e["Ev"]) for e in reg}) == len(reg)
+    # the arch-specific lines exactly where the build has that arch (FA-2's wgmma kernel: sm_90a)
+    assert {e["arch"] for e in reg} <= {"any"} | set(info["archs"])
+    assert any(e["arch"] == "90a" for e in reg) == ("90a" in info["archs"] and bool(_pairs("fa2")))
     for family in info["families"]:
         entries = [e for e in reg if e["family"] == family]
         assert {(e["E"], e["Ev"]) for e in entries} == set(_pairs(family)), family

@@ -23,7 +23,7 @@ from _reference import (
     rand_qkv,
     reference,
 )
-from ffpa_attn import _routing
+from ffpa_attn import _ops
 
 HAS_GPU = cuda_available  # a CUDA device of sm_80+ and the extension (tests/conftest.py)
 INFO = ffpa_attn.build_info() if HAS_GPU else {}
@@ -70,7 +70,7 @@ def need(dtype, d, dv=None):
 
 def run_fa2(q, k, v, causal="none", attn_mask=None, **kw):
     """forward() on the FA-2 kernel (strict: no fallback), outputs poisoned before the run."""
-    assert _routing._family_for(q.shape[-1], v.shape[-1], None) == "fa2"
+    assert _ops.chosen_kernel(DT_NAME[q.dtype], q.shape[-1], v.shape[-1])["family"] == "fa2"
     B, Hq, L, _ = q.shape
     poison_allocator(((B, Hq, L, v.shape[-1]), q.dtype), ((B, Hq, L), torch.float32))
     is_causal, align = CAUSAL[causal]

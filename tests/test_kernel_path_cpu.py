@@ -13,8 +13,6 @@ No GPU and no compiled extension needed: the mock pretends CPU is a supported de
 
 import math
 import re
-import sys
-from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -23,9 +21,7 @@ import torch
 import ffpa_attn
 from _cpu_helpers import SDPA, TOL, fallback_warnings, ref_attention, rn
 from ffpa_attn import FFPAUnsupportedError, _masks, _ops, _routing
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from family_spec import FAMILIES, family_accs  # noqa: E402  (the families the build has)
+from ffpa_attn._spec import ACC_CODES, FAMILIES, family_accs  # the families a build may have
 
 # ====================================================== the mocked C++ op
 MOCK_CALLS: list = []
@@ -43,7 +39,14 @@ MOCK_ACCS = {
     for f in MOCK_PAIRS for dt in ("float16", "bfloat16")
 }
 MOCK_COMPILED = "fa2: 8, 16, 32 and E/Ev 48/32; ffpa_l1: 64; ffpa_l2: 64; ffpa_l3: 64, 128"
-_FAMILY_LEVEL = {f.name: f.level for f in FAMILIES if f.level}
+# The manifest registry of that build (_ops._REGISTRY: op, family, arch, dtype, acc, E, Ev, level),
+# the families' lines from the spec (every arch: the mock device is any device).
+MOCK_REGISTRY = tuple(
+    (line.op, line.name, line.arch, dt, acc, e, ev, line.level)
+    for line in FAMILIES if line.name in MOCK_PAIRS
+    for dt in ("float16", "bfloat16") for acc in MOCK_ACCS[(line.name, dt)]
+    for e, ev in sorted(MOCK_PAIRS[line.name])
+)
 _MASK_DTYPES = (torch.bool, torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -65,10 +68,11 @@ def _check_mask(m, q, k):
 
 
 def _mock_family(E, Ev, level, acc):
-    """The C++ route(), from tools/family_spec.py: a forced level runs that level's family; an auto
-    call takes an "auto: first" family that has the pair (FA-2; fp32 accumulation only), else the
-    first "auto: heuristic" family that has it (the real heuristic's default where L1 exists)."""
-    assert acc in (0, 1, 2, 3), acc
+    """The C++ chooser's rule (csrc/launch/route.cpp) on the spec's lines (ffpa_attn/_spec.py): a
+    forced level runs that level's family; an auto call takes an "auto: first" family that has the
+    pair (FA-2; fp32 accumulation only), else the first "auto: heuristic" family that has it (the real
+    heuristic's default where L1 exists)."""
+    assert acc in ACC_CODES.values(), acc
     assert level in (0, 1, 2, 3), level
     fwd = [f for f in FAMILIES if f.op == "fwd"]  # the decode family serves the decode op only
     if level:
@@ -106,7 +110,7 @@ def _mock_ffpa_fwd(
     assert k.shape[3] == D and Hq % Hkv == 0
     assert num_stages in (0, 1, 2, 3, 4)
     family = _mock_family(D, Dv, level, acc)
-    assert acc in (0, 1) or q.dtype == torch.float16, "fp16 accumulation needs fp16 inputs"
+    assert acc in (ACC_CODES["auto"], ACC_CODES["fp32"]) or q.dtype == torch.float16, "fp16 accumulation needs fp16 inputs"
     if attn_mask is not None:
         _check_mask(attn_mask, q, k)
     MOCK_CALLS.append(
@@ -151,6 +155,7 @@ def mock_kernel(monkeypatch):
     monkeypatch.setattr(_ops, "_HEAD_DIMS", {f: frozenset(e for e, _ in p) for f, p in MOCK_PAIRS.items()})
     monkeypatch.setattr(_ops, "_DTYPES", frozenset({"float16", "bfloat16"}))
     monkeypatch.setattr(_ops, "_ACCS", dict(MOCK_ACCS))
+    monkeypatch.setattr(_ops, "_REGISTRY", MOCK_REGISTRY)
     monkeypatch.setattr(_routing, "_environment_reason", lambda device: None)
     MOCK_CALLS.clear()
     torch._dynamo.reset()

@@ -1,7 +1,7 @@
-// Definition of the FA-2 forward launcher: tile from the table, pipeline depth, shared-memory
-// opt-in, the block map's tile size, and which of the two kernels runs (mma.sync, or wgmma on
-// compute capability 9.0 where the build has sm_90a code). Included only by the generated
-// instantiation files.
+// Definition of the FA-2 forward launchers, one per kernel (kMma: mma.sync, or the sm_90a wgmma
+// kernel): tile from its table, pipeline depth, shared-memory opt-in, the block map's tile size.
+// Which one a call runs is the chooser's (launch/route.cpp; registry data from ffpa_attn/_spec.py).
+// Included only by the generated instantiation files.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -16,10 +16,16 @@
 
 namespace ffpa::launch {
 
-template <typename Element, int kHeadDim, int kHeadDimV>
-struct Fa2Launcher<Element, kHeadDim, kHeadDimV>::Impl {
+template <typename Element, int kHeadDim, int kHeadDimV, Fa2Mma kMma>
+struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
   static constexpr int kD = kHeadDim > kHeadDimV ? kHeadDim : kHeadDimV;
   static constexpr int kMaxStages = 4;
+  static constexpr bool kWgmma = kMma == Fa2Mma::kWgmma;
+  static_assert(kMma == Fa2Mma::kSync || kMma == Fa2Mma::kWgmma, "a launcher runs one of the two kernels");
+#if !FFPA_HAS_SM90A
+  static_assert(!kWgmma, "the wgmma launcher needs sm_90a code in the build (tools/gen_instantiations.py emits it "
+                "only then)");
+#endif
 
   // One kernel variant (a tile table row): its traits, its kernels per ring depth, its opt-in flags.
   template <typename TraitsT>
@@ -33,24 +39,20 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV>::Impl {
       return Traits::kWgmma && s < 2 ? 2 : s;  // the wgmma kernel has no single-slot ring
     }
     static attn::Fa2KernelFn kernel(int stages) {
+      if constexpr (Traits::kWgmma) {
 #if FFPA_HAS_SM90A
-      return attn::fa2_fwd_kernel_any<Traits>(stages);
+        return attn::fa2_fwd_wgmma_kernel_for<Traits>(stages);
 #else
-      return attn::fa2_fwd_kernel_for<Traits>(stages);
+        return nullptr;  // unreachable: the static_assert above
 #endif
+      } else {
+        return attn::fa2_fwd_kernel_for<Traits>(stages);
+      }
     }
   };
-  using Sync = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2TileFor<kD>>>;
-#if FFPA_HAS_SM90A
-  static constexpr bool kHasWgmma = kD <= 384;  // the Hopper table's last row
-#else
-  static constexpr bool kHasWgmma = false;
-#endif
-  using Wgmma =
-      std::conditional_t<kHasWgmma, Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaTileFor<kD>>>, Sync>;
-  static bool use_wgmma() { return kHasWgmma && fa2_mma() != Fa2Mma::kSync && device_is_sm90(); }
+  using V = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, std::conditional_t<kWgmma, Fa2WgmmaTileFor<kD>, Fa2TileFor<kD>>>>;
+  static_assert(V::Traits::kWgmma == kWgmma, "the tile table row and the launcher disagree on the MMA");
 
-  template <typename V>
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out) {
     using Traits = typename V::Traits;
     KernelInfo k;
@@ -77,7 +79,6 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV>::Impl {
     return cudaSuccess;
   }
 
-  template <typename V>
   static cudaError_t run(FwdParams p, cudaStream_t stream) {
     using Traits = typename V::Traits;
     if (p.block_map != nullptr && (p.block_map_m != Traits::kBlockM || p.block_map_n != Traits::kBlockN))
@@ -93,19 +94,18 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV>::Impl {
   }
 };
 
-template <typename Element, int kHeadDim, int kHeadDimV>
-cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV>::info(int num_stages, bool query_attributes, KernelInfo* out) {
+template <typename Element, int kHeadDim, int kHeadDimV, Fa2Mma kMma>
+cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::info(int num_stages, bool query_attributes,
+                                                                  KernelInfo* out) {
   if (num_stages < 0 || num_stages > Impl::kMaxStages) return cudaErrorInvalidValue;
-  return Impl::use_wgmma() ? Impl::template info<typename Impl::Wgmma>(num_stages, query_attributes, out)
-                           : Impl::template info<typename Impl::Sync>(num_stages, query_attributes, out);
+  return Impl::info(num_stages, query_attributes, out);
 }
 
-template <typename Element, int kHeadDim, int kHeadDimV>
-cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV>::run(FwdParams p, cudaStream_t stream) {
+template <typename Element, int kHeadDim, int kHeadDimV, Fa2Mma kMma>
+cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::run(FwdParams p, cudaStream_t stream) {
   if (p.num_stages < 0 || p.num_stages > Impl::kMaxStages || !params_ok(p, kHeadDim, kHeadDimV))
     return cudaErrorInvalidValue;
-  return Impl::use_wgmma() ? Impl::template run<typename Impl::Wgmma>(p, stream)
-                           : Impl::template run<typename Impl::Sync>(p, stream);
+  return Impl::run(p, stream);
 }
 
 }  // namespace ffpa::launch

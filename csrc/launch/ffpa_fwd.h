@@ -9,16 +9,21 @@
 
 namespace ffpa::launch {
 
+// Codes of ffpa_attn/_spec.py DTYPES (static_asserts in the generated registry).
 enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
+
+// The op a kernel serves.
+enum class Op : int { kFwd = 0, kDecode = 1 };
 
 // Kernel families: FFPA (large head dims, fine-grained head-dim slices; has levels), FA-2
 // (head dims <= 256, 320 and 384, whole head dim per tile) and split-KV decode (the decode op).
 enum class Family : int { kFfpa = 0, kFa2 = 1, kDecode = 2 };
 
-// Which tensor-core instruction the FA-2 family uses. kAuto: the warpgroup MMA (wgmma) where the
-// build has sm_90a code and the device is compute capability 9.0, else mma.sync. kSync forces
-// mma.sync (the sm_80 kernel) everywhere; kWgmma is kAuto (it cannot run elsewhere). A
-// process-wide setting (tests and benchmarks compare the two kernels on one Hopper GPU).
+// The FA-2 family's two kernels (Fa2Launcher's kMma): mma.sync (every arch) and the warpgroup MMA
+// (wgmma; sm_90a code, compute capability 9.0). As a preference passed to the chooser: kAuto takes
+// the registry's choice (wgmma where it runs), kSync rules the arch-specific FA-2 entries out,
+// kWgmma is kAuto (the wgmma kernel cannot run elsewhere). The ops layer passes the process-wide
+// setting below (tests and benchmarks compare the two kernels on one Hopper GPU).
 enum class Fa2Mma : int { kAuto = 0, kSync = 1, kWgmma = 2 };
 void set_fa2_mma(Fa2Mma mode);
 Fa2Mma fa2_mma();
@@ -52,41 +57,48 @@ using WorkspaceFn = int64_t (*)(FwdParams);  // fp32 workspace bytes run() needs
 using DecodeRunFn = cudaError_t (*)(DecodeParams, cudaStream_t);
 using DecodeSplitsFn = int (*)(DecodeParams);  // the auto split count for these sizes
 struct RegistryEntry {
+  Op op;
   DType dtype;
   Family family;
   int level;  // FFPA level; 0 for FA-2 and decode
   AccMode acc;
   int head_dim;
   int head_dim_v;
+  int exact_cc;     // 0: runs wherever the build runs; else only on that compute capability (90: sm_90a code)
+  int priority;     // among the entries an auto call could take on a device, the lowest runs
+  bool auto_first;  // an auto call takes it wherever it has the pair; else the FFPA level heuristic picks
   RunFn run;              // forward families (null for decode)
   InfoFn info;
   WorkspaceFn workspace;  // null: none needed
   DecodeRunFn decode_run = nullptr;        // decode family
   DecodeSplitsFn decode_splits = nullptr;  // decode family
-  const char* name = "";                   // the family's name in tools/family_spec.py ("fa2", "ffpa_l1", ...)
+  const char* name = "";                   // the family's name in ffpa_attn/_spec.py ("fa2", "ffpa_l1", ...)
 };
 const RegistryEntry* registry_begin();
 const RegistryEntry* registry_end();
 
-// The kernel of one family for (dtype, level, accumulation, head dims), or null if not compiled.
-const RegistryEntry* find_kernel(DType dtype, Family family, int level, AccMode acc, int head_dim, int head_dim_v);
-// The same by the family's name (tools/family_spec.py); null if not compiled.
-const RegistryEntry* find_kernel(const char* family, DType dtype, AccMode acc, int head_dim, int head_dim_v);
-
-// What a call asks for and the sizes the level heuristic looks at.
+// ---- the chooser (route.cpp): the one place that decides which compiled kernel runs ----
+// What a call asks for, where it runs, and the sizes the level heuristic looks at.
 struct RouteQuery {
-  DType dtype;
-  int level;      // 0 = auto, 1..3 = that FFPA level
-  AccMode acc;
-  int head_dim, head_dim_v;
-  int len_q, len_kv;
-  int64_t batch_heads;  // batch x query heads
+  Op op = Op::kFwd;
+  DType dtype = DType::kBFloat16;
+  int level = 0;  // 0 = auto, 1..3 = that FFPA level (forward only)
+  AccMode acc = AccMode::kF32;
+  int head_dim = 0, head_dim_v = 0;
+  int len_q = 0, len_kv = 0;
+  int64_t batch_heads = 0;  // batch x query heads
+  int device_cc = 0;        // compute capability of the device, major * 10 + minor
+  Fa2Mma mma = Fa2Mma::kAuto;
 };
 
-// The kernel a call runs: level 0 (auto) takes FA-2 where compiled for the head dims (fp32
-// accumulation), else the FFPA level ffpa_heuristic.cpp picks; level >= 1 names an FFPA level.
-// Null if not compiled.
+// The kernel a call runs, or null if none is compiled for it: among the entries of the op for the
+// dtype, accumulation and head dims that run on the device (and the MMA preference allows), a forced
+// level takes that FFPA level; an auto call takes the lowest-priority "auto first" entry (FA-2,
+// decode; fp32 accumulation), else the FFPA level ffpa_heuristic.cpp picks among those compiled.
 const RegistryEntry* route(const RouteQuery& q);
+// The entry of family `name` (ffpa_attn/_spec.py; of whichever op it serves, q.op aside) a call with
+// (q.dtype, q.acc, head dims) would run on the device: the lowest priority there. Null if not compiled.
+const RegistryEntry* find_kernel(const char* name, const RouteQuery& q);
 
 // ---- attn_mask block map (see ffpa/attn/mask.cuh) ----
 // Bytes of the block map for a mask of mask_batches x mask_heads over (len_q, len_kv), cut in

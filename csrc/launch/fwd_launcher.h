@@ -20,7 +20,9 @@ struct FfpaLauncher {
   static int64_t workspace_bytes(FwdParams params);
 };
 
-template <typename Element, int kHeadDim, int kHeadDimV>
+// FA-2: kMma picks the kernel, Fa2Mma::kSync (fa2_fwd_sm80.cuh) or Fa2Mma::kWgmma (fa2_fwd_sm90.cuh,
+// sm_90a builds only); the registry holds one entry per kernel and the chooser picks.
+template <typename Element, int kHeadDim, int kHeadDimV, Fa2Mma kMma>
 struct Fa2Launcher {
   struct Impl;
   static cudaError_t run(FwdParams params, cudaStream_t stream);

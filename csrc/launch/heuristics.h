@@ -23,10 +23,10 @@ inline int device_attribute(int fallback) {
   return cached[dev];
 }
 
-// Whether the current device runs sm_90a code (compute capability exactly 9.0: H100, H200).
-inline bool device_is_sm90() {
-  return device_attribute<cudaDevAttrComputeCapabilityMajor>(0) == 9 &&
-         device_attribute<cudaDevAttrComputeCapabilityMinor>(-1) == 0;
+// Compute capability of the current device, major * 10 + minor (0 where it cannot be read).
+inline int device_cc() {
+  return device_attribute<cudaDevAttrComputeCapabilityMajor>(0) * 10 +
+         device_attribute<cudaDevAttrComputeCapabilityMinor>(0);
 }
 
 // Shared memory of one SM, and the SM count, of the current device.

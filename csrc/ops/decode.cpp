@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "ffpa/constants.h"
+#include "generated/spec.h"
 #include "launch/ffpa_fwd.h"
 #include "launch/heuristics.h"
 #include "ops/attn_params.h"
@@ -22,7 +23,7 @@ namespace ffpa::ops {
 namespace {
 
 constexpr const char* kOp = "ffpa_decode";
-constexpr int64_t kMaxQueries = 32;
+constexpr int64_t kMaxQueries = FFPA_DECODE_MAX_QUERIES;  // ffpa_attn/_spec.py
 
 // An int32 index tensor on q's device with the given dims; its last dim contiguous.
 void check_index(const at::Tensor& t, const char* name, int64_t dims, const char* layout, const at::Tensor& q) {
@@ -88,9 +89,13 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
   // attn_mask (forward's short-query route): SDPA layout (B, Hq, Lq, S) over logical key positions.
   const MaskKind mask_kind =
       attn_mask.has_value() ? check_mask(*attn_mask, q, B, Hq, Lq, capacity, kOp) : MaskKind::kNone;
-  const launch::DType dtype = to_dtype(q.scalar_type(), kOp);
-  const launch::RegistryEntry* kernel =
-      launch::find_kernel(dtype, launch::Family::kDecode, 0, AccMode::kF32, static_cast<int>(D), static_cast<int>(Dv));
+  launch::RouteQuery rq = route_query(launch::Op::kDecode, q, kOp);
+  rq.head_dim = static_cast<int>(D);
+  rq.head_dim_v = static_cast<int>(Dv);
+  rq.len_q = static_cast<int>(Lq);
+  rq.len_kv = static_cast<int>(capacity);
+  rq.batch_heads = B * Hq;
+  const launch::RegistryEntry* kernel = launch::route(rq);
   TORCH_CHECK(kernel != nullptr && kernel->decode_run != nullptr, kOp, ": head dims (", num(D), ", ", num(Dv), ") for ",
               q.scalar_type(), " are not compiled into this build (see ffpa_attn.build_info()['head_dim_pairs']['decode'])");
 

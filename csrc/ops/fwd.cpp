@@ -36,9 +36,11 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
   TORCH_CHECK(std::isfinite(scale), "ffpa_fwd: `scale` must be finite, got ", num(scale));
   TORCH_CHECK(level >= 0 && level <= 3, "ffpa_fwd: `level` must be 0 (auto: FA-2 where compiled, else the FFPA "
               "level the heuristic picks) or an FFPA level 1..3, got ", num(level));
-  TORCH_CHECK(acc >= 0 && acc <= 3, "ffpa_fwd: `acc` must be 0 (auto = fp32), 1 (fp32), 2 (fp16) or 3 (mixed: Q@K^T "
-              "fp32, P@V fp16), got ", num(acc));
-  const AccMode acc_mode = acc == 2 ? AccMode::kF16 : acc == 3 ? AccMode::kMixed : AccMode::kF32;
+  TORCH_CHECK(acc == kAccAuto || acc == static_cast<int>(AccMode::kF32) || acc == static_cast<int>(AccMode::kF16) ||
+              acc == static_cast<int>(AccMode::kMixed),
+              "ffpa_fwd: `acc` must be 0 (auto = fp32), 1 (fp32), 2 (fp16) or 3 (mixed: Q@K^T fp32, P@V fp16), got ",
+              num(acc));
+  const AccMode acc_mode = acc == kAccAuto ? AccMode::kF32 : static_cast<AccMode>(acc);
   TORCH_CHECK(acc_mode == AccMode::kF32 || q.scalar_type() == at::kHalf, "ffpa_fwd: `acc`=", num(acc),
               " (fp16 accumulation) needs float16 inputs, got ", q.scalar_type());
   TORCH_CHECK(num_stages >= 0 && num_stages <= 4, "ffpa_fwd: `num_stages` must be 0 (auto) or 1..4, got ",
@@ -47,9 +49,14 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
               "ffpa_fwd: sizes out of range: batch ", num(B), ", heads ", num(Hq), " (at most ", num(int64_t{kMaxGridYZ}), "), L ", num(L),
               ", S ", num(S));
   const MaskKind mask_kind = attn_mask.has_value() ? check_mask(*attn_mask, q, B, Hq, L, S) : MaskKind::kNone;
-  const launch::DType dtype = to_dtype(q.scalar_type());
-  const launch::RouteQuery rq{dtype, static_cast<int>(level), acc_mode, static_cast<int>(D), static_cast<int>(Dv),
-                              static_cast<int>(L), static_cast<int>(S), B * Hq};
+  launch::RouteQuery rq = route_query(launch::Op::kFwd, q, "ffpa_fwd");
+  rq.level = static_cast<int>(level);
+  rq.acc = acc_mode;
+  rq.head_dim = static_cast<int>(D);
+  rq.head_dim_v = static_cast<int>(Dv);
+  rq.len_q = static_cast<int>(L);
+  rq.len_kv = static_cast<int>(S);
+  rq.batch_heads = B * Hq;
   const launch::RegistryEntry* kernel = launch::route(rq);
   TORCH_CHECK(kernel != nullptr, "ffpa_fwd: head dims (", num(D), ", ", num(Dv), ") for ", q.scalar_type(),
               level == 0 ? std::string(" (auto level)") : " at FFPA level " + num(level),

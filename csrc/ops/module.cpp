@@ -8,6 +8,7 @@
 
 #include "ffpa/constants.h"
 #include "generated/build_manifest.h"
+#include "generated/spec.h"
 #include "launch/ffpa_fwd.h"
 #include "launch/ffpa_heuristic.h"
 #include "launch/heuristics.h"
@@ -25,17 +26,37 @@ py::dict build_info() {
   return d;
 }
 
+// Names and codes of ffpa_attn/_spec.py (generated/spec.h).
+struct Named {
+  const char* name;
+  int code;
+};
+constexpr Named kDtypes[] = FFPA_DTYPE_NAMES;
+constexpr Named kAccs[] = FFPA_ACC_NAMES;
+
+template <size_t N>
+int lookup(const Named (&table)[N], const std::string& name, const char* fn, const char* arg) {
+  std::string known;
+  for (const Named& n : table) {
+    if (name == n.name) return n.code;
+    known += (known.empty() ? "'" : ", '") + std::string(n.name) + "'";
+  }
+  throw py::value_error(std::string(fn) + ": `" + arg + "` must be one of " + known + ", got '" + name + "'");
+}
+
+ffpa::launch::DType dtype_code(const std::string& dtype, const char* fn) {
+  const std::string name = dtype == "fp16" ? "float16" : dtype == "bf16" ? "bfloat16" : dtype;
+  return static_cast<ffpa::launch::DType>(lookup(kDtypes, name, fn, "dtype"));
+}
+
 // Launch configuration of one compiled kernel; registers/local memory need a CUDA device.
-// `family` is one of the family names of build_info() (the registry's, from tools/family_spec.py);
+// `family` is one of the family names of build_info() (the registry's, from ffpa_attn/_spec.py), the
+// entry of it a call would run on the current device (FA-2: wgmma or mma.sync, as set_fa2_mma prefers);
 // `acc` is "fp32", "fp16" or "mixed" (FFPA only).
 py::dict kernel_info(const std::string& dtype, const std::string& family, int head_dim, int head_dim_v, int num_stages,
                      bool query_attributes, const std::string& acc) {
-  using ffpa::launch::DType;
-  DType dt;
-  if (dtype == "float16" || dtype == "fp16") dt = DType::kFloat16;
-  else if (dtype == "bfloat16" || dtype == "bf16") dt = DType::kBFloat16;
-  else throw py::value_error("kernel_info: `dtype` must be 'float16' or 'bfloat16', got '" + dtype + "'");
-  // Family names come from the registry (tools/family_spec.py), not a list restated here.
+  const ffpa::launch::DType dt = dtype_code(dtype, "kernel_info");
+  // Family names come from the registry (ffpa_attn/_spec.py), not a list restated here.
   bool known = false;
   std::string names;
   for (const ffpa::launch::RegistryEntry* e = ffpa::launch::registry_begin(); e != ffpa::launch::registry_end(); ++e) {
@@ -46,12 +67,15 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   if (!known)
     throw py::value_error("kernel_info: `family` must be one of the families of this build (" + names + "), got '" +
                           family + "'");
-  ffpa::AccMode mode;
-  if (acc == "fp32") mode = ffpa::AccMode::kF32;
-  else if (acc == "fp16") mode = ffpa::AccMode::kF16;
-  else if (acc == "mixed") mode = ffpa::AccMode::kMixed;
-  else throw py::value_error("kernel_info: `acc` must be 'fp32', 'fp16' or 'mixed', got '" + acc + "'");
-  const ffpa::launch::RegistryEntry* e = ffpa::launch::find_kernel(family.c_str(), dt, mode, head_dim, head_dim_v);
+  const auto mode = static_cast<ffpa::AccMode>(lookup(kAccs, acc, "kernel_info", "acc"));
+  ffpa::launch::RouteQuery q;
+  q.dtype = dt;
+  q.acc = mode;
+  q.head_dim = head_dim;
+  q.head_dim_v = head_dim_v;
+  q.device_cc = ffpa::launch::device_cc();
+  q.mma = ffpa::launch::fa2_mma();
+  const ffpa::launch::RegistryEntry* e = ffpa::launch::find_kernel(family.c_str(), q);
   if (e == nullptr)
     throw py::value_error("kernel_info: (" + dtype + ", " + family + ", acc " + acc + ", head dims " +
                           std::to_string(head_dim) + "/" + std::to_string(head_dim_v) + ") is not compiled");
@@ -92,8 +116,45 @@ int pick_ffpa_level(int head_dim, int head_dim_v, int len_q, int len_kv, int64_t
     if (level < 1 || level > 3) throw py::value_error("pick_ffpa_level: levels are 1..3, got " + std::to_string(level));
     have[level] = true;
   }
-  const RouteQuery q{DType::kBFloat16, 0, ffpa::AccMode::kF32, head_dim, head_dim_v, len_q, len_kv, batch_heads};
+  RouteQuery q;
+  q.head_dim = head_dim;
+  q.head_dim_v = head_dim_v;
+  q.len_q = len_q;
+  q.len_kv = len_kv;
+  q.batch_heads = batch_heads;
   return pick_ffpa_level(q, have);
+}
+
+// What the chooser (launch/route.cpp) runs for a call with these arguments on the current device:
+// {family, level, mma} or None. `acc` is the ops' code (0 = auto); `op` "fwd" or "decode".
+py::object route(const std::string& op, const std::string& dtype, int head_dim, int head_dim_v, int level, int acc,
+                 int len_q, int len_kv, int64_t batch_heads) {
+  using namespace ffpa::launch;
+  if (op != "fwd" && op != "decode") throw py::value_error("route: `op` must be 'fwd' or 'decode', got '" + op + "'");
+  bool known_acc = acc == ffpa::kAccAuto;
+  for (const Named& n : kAccs) known_acc = known_acc || acc == n.code;
+  if (!known_acc) throw py::value_error("route: `acc` must be an acc code of ffpa_attn/_spec.py, got " + std::to_string(acc));
+  RouteQuery q;
+  q.op = op == "fwd" ? Op::kFwd : Op::kDecode;
+  q.dtype = dtype_code(dtype, "route");
+  q.level = level;
+  q.acc = acc == ffpa::kAccAuto ? ffpa::AccMode::kF32 : static_cast<ffpa::AccMode>(acc);
+  q.head_dim = head_dim;
+  q.head_dim_v = head_dim_v;
+  q.len_q = len_q;
+  q.len_kv = len_kv;
+  q.batch_heads = batch_heads;
+  q.device_cc = device_cc();
+  q.mma = fa2_mma();
+  const RegistryEntry* e = ffpa::launch::route(q);
+  if (e == nullptr) return py::none();
+  py::dict d;
+  d["family"] = e->name;
+  d["level"] = e->level;
+  KernelInfo k;
+  d["mma"] = e->info(0, false, &k) == cudaSuccess && k.wgmma ? "wgmma" : "mma.sync";
+  d["arch"] = e->exact_cc != 0 ? std::to_string(e->exact_cc) + "a" : std::string("any");
+  return d;
 }
 
 // The split count an auto decode call uses (launch/heuristics.h), for explicit sizes (no GPU needed).
@@ -129,6 +190,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("pick_ffpa_level", &pick_ffpa_level, py::arg("head_dim"), py::arg("head_dim_v"), py::arg("len_q"),
         py::arg("len_kv"), py::arg("batch_heads"), py::arg("compiled"),
         "The FFPA level an auto call would run (csrc/launch/ffpa_heuristic.cpp), for explicit inputs");
+  m.def("route", &route, py::arg("op"), py::arg("dtype"), py::arg("head_dim"), py::arg("head_dim_v"),
+        py::arg("level"), py::arg("acc"), py::arg("len_q"), py::arg("len_kv"), py::arg("batch_heads"),
+        "The kernel the chooser (csrc/launch/route.cpp) runs for such a call on the current device, or None");
   m.def("decode_splits", &decode_splits, py::arg("base_blocks"), py::arg("key_tiles"), py::arg("blocks_per_sm"),
         py::arg("sms"), "The split-KV count an auto decode call picks (csrc/launch/heuristics.h), for explicit sizes");
   m.def("set_fa2_mma", &set_fa2_mma, py::arg("mode"),

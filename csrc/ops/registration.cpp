@@ -1,16 +1,15 @@
 // The torch contract of ffpa_attn: op schemas (TORCH_LIBRARY) and their CUDA implementations
-// (one file per op). The Python layer reads the argument names from these schemas.
+// (one file per op). The Python layer reads the argument names from ffpa_attn/_spec.py and checks the
+// registered schemas against them at import.
 #include <torch/library.h>
 
+#include "generated/spec.h"
 #include "ops/ops.h"
 
+// The schemas are ffpa_attn/_spec.py's OPS, emitted by tools/gen_instantiations.py.
 TORCH_LIBRARY(ffpa_attn, m) {
-  m.def(
-      "ffpa_fwd(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, float scale, bool is_causal, "
-      "bool causal_bottom_right, int level, int acc, int num_stages) -> (Tensor out, Tensor lse)");
-  m.def(
-      "ffpa_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor? cache_seqlens, Tensor? block_table, "
-      "Tensor? attn_mask, float scale, bool causal, int num_splits) -> (Tensor out, Tensor lse)");
+  m.def(FFPA_SCHEMA_FFPA_FWD);
+  m.def(FFPA_SCHEMA_FFPA_DECODE);
 }
 
 TORCH_LIBRARY_IMPL(ffpa_attn, CUDA, m) {

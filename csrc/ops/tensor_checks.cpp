@@ -1,6 +1,8 @@
 // Tensor checks and message helpers of the ops layer (tensor_checks.h).
 #include "ops/tensor_checks.h"
 
+#include <ATen/cuda/CUDAContext.h>
+
 namespace ffpa::ops {
 
 std::string num(int64_t x) { return std::to_string(x); }
@@ -15,6 +17,16 @@ launch::DType to_dtype(at::ScalarType t, const char* op) {
   if (t == at::kHalf) return launch::DType::kFloat16;
   TORCH_CHECK(t == at::kBFloat16, op, ": no kernel takes ", t, " inputs (float16 and bfloat16 only)");
   return launch::DType::kBFloat16;
+}
+
+launch::RouteQuery route_query(launch::Op op, const at::Tensor& q, const char* op_name) {
+  launch::RouteQuery rq;
+  rq.op = op;
+  rq.dtype = to_dtype(q.scalar_type(), op_name);
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(q.get_device());
+  rq.device_cc = prop->major * 10 + prop->minor;
+  rq.mma = launch::fa2_mma();
+  return rq;
 }
 
 void check_qkv(const at::Tensor& t, const char* name, int64_t expect_dim, const at::Tensor& q, const char* op,

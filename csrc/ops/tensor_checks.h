@@ -20,6 +20,9 @@ std::string shape(at::IntArrayRef sizes);
 
 // The kernels' element type of a tensor dtype; a clear error for any dtype no kernel takes.
 launch::DType to_dtype(at::ScalarType t, const char* op = "ffpa_fwd");
+// What the chooser (launch/route.cpp) needs of every call on `q`: the op, q's dtype (checked), the
+// compute capability of q's device and the process-wide FA-2 MMA preference.
+launch::RouteQuery route_query(launch::Op op, const at::Tensor& q, const char* op_name);
 
 // q / k / v: a CUDA fp16/bf16 tensor on q's device, of q's dtype, expect_dim-D, last dim
 // contiguous, other strides and the data pointer fit for 16-byte loads. `op` and `layout` name

@@ -1,13 +1,25 @@
 // FA-2 forward on Hopper (sm_90a): the structure of fa2_fwd_sm80.cuh (Q resident, one cp.async
-// ring of K and V tiles, S and P in registers, the same online softmax, masks and epilogue),
-// with both products on the warpgroup MMA (wgmma.mma_async) instead of mma.sync + ldmatrix.
+// ring of K and V tiles, S and P in registers, the same online softmax, masks and epilogue, all
+// from fa2_common.cuh), with both products on the warpgroup MMA (wgmma.mma_async) instead of
+// mma.sync + ldmatrix. Also fa2_fwd_kernel_any, either kernel by tile table row (tools/tune_fa2.cu; the
+// launcher has one registry entry per kernel and names its own).
 #pragma once
 #include <cstdint>
+#include <math_constants.h>
 
+#include "ffpa/kernels/fa2_common.cuh"
 #include "ffpa/kernels/fa2_fwd_sm80.cuh"
+#include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/wgmma.cuh"
 
 namespace ffpa::attn {
+
+// This kernel's ring hook (Fa2FwdCommon::acquire): wgmma reads shared memory through the async
+// proxy, so each thread fences its own generic-proxy writes (its landed cp.async copies; at the
+// first item also begin_block's sign flip of Q) before the barrier that publishes them.
+struct Fa2AsyncProxyFence {
+  static __device__ __forceinline__ void apply() { ptx::fence_proxy_async_shared(); }
+};
 
 // Block of kWarps / 4 warpgroups; warpgroup w owns query rows [64 w, 64 w + 64) and every key:
 //
@@ -18,22 +30,23 @@ namespace ffpa::attn {
 //                 |  warpgroup 1 (warps 4..7)  |     |  warpgroup 1       |
 //
 // Within a warpgroup, warp i holds rows 16 i..16 i + 15 of each accumulator in the m16n8
-// layout of mma.sync (wgmma_gen.cuh), so the sm80 kernel's softmax, masking and epilogue run
-// unchanged on kMTiles = 1. Per KV tile j (the two products are waited on before the softmax
-// and before the next tile, so K/V slots are free when the ring's barrier passes):
+// layout of mma.sync (wgmma_gen.cuh), so the shared softmax, masking and epilogue
+// (fa2_common.cuh) run unchanged on kMTiles = 1. Per KV tile j (the two products are waited on
+// before the softmax and before the next tile, so K/V slots are free when the ring's barrier
+// passes):
 //
 //   S  = sum over k-steps ks  wgmma.ss m64n{Bc}k16 (Q chunk desc, K_j chunk desc)
 //   P  = softmax(S) -> b16 registers (A operand, m16n8k16 layout)
 //   O += sum over k-steps kk  wgmma.rs m64n{Dv}k16 (P[kk], V_j desc, transposed read)
 template <typename Traits, int kStages>
-struct Fa2FwdWgmma : Fa2Fwd<Traits, kStages> {
-  using Base = Fa2Fwd<Traits, kStages>;
-  using Element = typename Traits::Element;
-  using QTile = typename Traits::QTile;
-  using KTile = typename Traits::KTile;
-  using VTile = typename Traits::VTile;
-  using Block = typename Base::Block;
-  using Producer = typename Base::Producer;
+struct Fa2FwdWgmma : Fa2FwdCommon<Traits, kStages, Fa2AsyncProxyFence> {
+  using Base = Fa2FwdCommon<Traits, kStages, Fa2AsyncProxyFence>;
+  using typename Base::Element;
+  using typename Base::QTile;
+  using typename Base::KTile;
+  using typename Base::VTile;
+  using typename Base::Block;
+  using typename Base::Producer;
   using Mma = ptx::WgmmaM64<Traits::kBlockN, Element>;
   // P@V: one m64n{Dv}k16 per k-step up to Dv = 256 (wgmma's largest N); wider Dv takes two, the
   // first 256 columns and the rest, split on a 64-column chunk boundary of the V tile.
@@ -42,10 +55,10 @@ struct Fa2FwdWgmma : Fa2Fwd<Traits, kStages> {
   static_assert(kNO2 == 0 || (kNO2 <= 256 && kNO1 % 64 == 0), "Dv above 512 is not a wgmma tile");
   using MmaO = ptx::WgmmaM64<kNO1, Element>;
   using MmaO2 = ptx::WgmmaM64<(kNO2 > 0 ? kNO2 : 16), Element>;  // unused (a placeholder N) when kNO2 = 0
-  static constexpr int kNTilesS = Traits::kNTilesS;
-  static constexpr int kNTilesO = Traits::kNTilesO;
-  static constexpr int kKStepsQK = Traits::kKStepsQK;
-  static constexpr int kKStepsPV = Traits::kKStepsPV;
+  using Base::kNTilesS;
+  using Base::kNTilesO;
+  using Base::kKStepsQK;
+  using Base::kKStepsPV;
   static_assert(Traits::kWgmma, "Fa2FwdWgmma takes the wgmma tile table");
 
   // Descriptor of k-step ks (16 columns) of a K-major tile (GmmaSw128Tile::k_major_kstep).

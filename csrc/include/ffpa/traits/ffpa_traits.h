@@ -19,7 +19,10 @@ enum class Level : int { kL1 = 1, kL2 = 2, kL3 = 3 };
 
 // MMA accumulation: kF32 both products in fp32; kF16 both in fp16 (fp16 inputs only);
 // kMixed Q@K^T in fp32 and P@V in fp16 (fp16 inputs only). Softmax statistics are fp32 always.
-enum class AccMode : int { kF32 = 0, kF16 = 1, kMixed = 2 };
+// The values are the codes of ffpa_attn/_spec.py ACCS (the ops' `acc` argument; 0 there is auto);
+// the generated registry static_asserts them.
+enum class AccMode : int { kF32 = 1, kF16 = 2, kMixed = 3 };
+inline constexpr int kAccAuto = 0;  // the ops' `acc` code for "auto" (fp32)
 
 // How the staged Q/K/V slices sit in shared memory (smem_tile.cuh): an XOR swizzle (no extra
 // bytes; conflict-free at 2, 4 or a multiple of 8 16-byte units per row), rows padded by one
