@@ -1,8 +1,11 @@
-"""Host-side unit tests of the kernels' shared-memory primitives (tests/primitives/layout_host.cu):
-tile layouts (every element at its own slot, conflict-free ldmatrix rows, advance() consistent),
-the 128-byte swizzle of the Hopper tiles, and the wgmma descriptors the Hopper kernel builds against
-the PTX ISA's canonical layouts. Compiled with nvcc and run on the CPU: no GPU needed. Skipped
-without nvcc, a failure instead where the extension is expected (whoever builds it has nvcc)."""
+"""Unit tests of the kernels' primitives, each a small nvcc-compiled program:
+* tests/primitives/layout_host.cu, on the CPU (no GPU needed): tile layouts (every element at its
+  own slot, conflict-free ldmatrix rows, advance() consistent), the 128-byte swizzle of the Hopper
+  tiles, and the wgmma descriptors the Hopper kernel builds against the PTX ISA's canonical layouts;
+* tests/primitives/state_device.cu, on a GPU: the attention state (attn/state.cuh: online update,
+  normalisation, LSE, split-merge weight) against a double reference, with masked rows, empty parts
+  and every part empty.
+Skipped without nvcc, a failure instead where the extension is expected (whoever builds it has nvcc)."""
 from __future__ import annotations
 
 import os
@@ -37,3 +40,20 @@ def test_tile_layouts_and_wgmma_descriptors(tmp_path):
     last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
     assert run.returncode == 0 and last.endswith(" 0 failed"), run.stdout[-3000:] + run.stderr[-2000:]
     assert int(last.split()[0]) > 1_000_000  # the checks ran
+
+
+def test_attention_state_on_device(tmp_path):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device (tests/primitives/state_device.cu runs the state on it)")
+    exe = tmp_path / "state_device"
+    major, minor = torch.cuda.get_device_capability()
+    build = subprocess.run([_nvcc(), "-std=c++17", "-O2", f"-arch=sm_{major}{minor}", "-I", str(ROOT / "csrc" / "include"),
+                            str(ROOT / "tests" / "primitives" / "state_device.cu"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    assert run.returncode == 0 and last.endswith(" 0 failed"), run.stdout[-3000:] + run.stderr[-2000:]
+    assert int(last.split()[0]) > 2000  # the checks ran
