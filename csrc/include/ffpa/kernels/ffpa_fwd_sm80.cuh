@@ -1,7 +1,8 @@
 // FFPA forward kernel family (mma.sync, sm_80+): attention for large head dims with shared
 // memory O(1) in D. Q, K and V stream through one cp.async ring in kChunkD-wide slices of the
 // head dim, so Q@K^T is a GEMM whose k dimension never has to fit in shared memory.
-// The three levels and the accumulation modes are template parameters of this one kernel.
+// The three levels and the accumulation modes are template parameters of this one kernel; what
+// only level 3 runs (its O workspace and persistent grid) is in ffpa_fwd_l3.cuh.
 #pragma once
 #include <cstdint>
 #include <math_constants.h>
@@ -11,6 +12,7 @@
 #include "ffpa/traits/ffpa_traits.h"
 #include "ffpa/attn/mask.cuh"
 #include "ffpa/attn/state.cuh"
+#include "ffpa/kernels/ffpa_fwd_l3.cuh"
 #include "ffpa/tile/numeric.cuh"
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"
@@ -32,13 +34,9 @@ namespace ffpa::attn {
 //       per query block, and each recomputes S = Q K^T (the same S, bit for bit, so all groups
 //       see the same softmax statistics). Registers do not grow with D; Q@K^T work does
 //       (kGroups times), which is the price of O(1) registers.
-//   L3  a global fp32 workspace slot per resident block (persistent grid): per KV tile and Dv
-//       slice, each thread's own fragment elements of O come in with the V slice's pipeline
-//       item (cp.async into the stage, issued num_stages - 1 items ahead, each thread copying
-//       only its own 16-byte runs, so no cross-thread dependency), are rescaled by the new row
-//       max, get P@V_slice added and go back with plain stores. The first visible tile starts
-//       from 0 without a load; the last one divides by the row sums and writes the output
-//       directly, so a sequence of one KV tile never touches the workspace.
+//   L3  a global fp32 workspace slot per resident block (persistent grid): each V item also
+//       brings this thread's previous O elements of its slice, which are rescaled, get
+//       P@V_slice added and go back; the last KV tile writes the output (FfpaL3).
 //
 // Block of kWarpsM x kWarpsN warps (here drawn for 4 x 2, BlockM = 64, BlockN = 64):
 //
@@ -76,6 +74,7 @@ struct FfpaFwd {
   using KTile = typename Traits::KTile;
   using VTile = typename Traits::VTile;
   using PTile = typename Traits::PTile;
+  using L3 = FfpaL3<Traits, kStages>;  // ffpa_fwd_l3.cuh
 
   // Which output tile a block computes.
   struct Work {
@@ -178,13 +177,7 @@ struct FfpaFwd {
     } else {
       load_slice<VTile, kBlockN>(dst, b.v + n0 * p.v_row_stride, p.v_row_stride, p.len_kv - n0,
                                  c - kChunksQK, tid);
-      if constexpr (kLevel == Level::kL3) {
-        if (pr.tile != b.first_tile) {
-#pragma unroll
-          for (int n = 0; n < kNTilesO; ++n)
-            ptx::cp_async_cg_16(o_stage_addr(dst, n, tid), ws_frag(p, c - kChunksQK, n, tid), true);
-        }
-      }
+      if constexpr (kLevel == Level::kL3) L3::prefetch_o(p, b, pr, dst, c - kChunksQK, tid);
     }
     pr.slot = next_slot(b, pr.slot);
     if (++pr.c == kChunksQK + v_items(b)) {
@@ -255,17 +248,6 @@ struct FfpaFwd {
         *reinterpret_cast<uint32_t*>(o_row + col) = Num::pack2(o[n][2 * r], o[n][2 * r + 1]);
       }
     }
-  }
-
-  // L3 workspace: this thread's float4 of n-tile n of slice c, in a fragment-major layout so a
-  // warp's 32 float4 accesses are one contiguous 512-byte run.
-  static __device__ __forceinline__ float4* ws_frag(const FwdParams& p, int c, int n, int tid) {
-    float* slot = p.o_accum + static_cast<int64_t>(blockIdx.x) * (kBlockM * Traits::kHeadDimV);
-    return reinterpret_cast<float4*>(slot) + (c * kNTilesO + n) * kThreads + tid;
-  }
-  // Where a V item's stage keeps that float4 (same fragment-major order: conflict-free).
-  static __device__ __forceinline__ uint32_t o_stage_addr(uint32_t stage, int n, int tid) {
-    return stage + Traits::kVSliceBytes + static_cast<uint32_t>((n * kThreads + tid) * 16);
   }
 
   // ---- the block ---------------------------------------------------------------------------
@@ -461,34 +443,13 @@ struct FfpaFwd {
         for (int c = 0; c < kChunksV; ++c, slot = next_slot(b, slot)) {
           acquire(p, w, b, pr, tid);
           if (c == 0) load_p(p_frag, p_smem, wm, lane);
-          // This thread's previous O elements (landed in the stage with V), rescaled. fp32: the
-          // MMAs accumulate onto them; fp16: the MMAs sum this tile alone and they are read
-          // afterwards (holding them through the MMAs would spill).
+          // O of this slice = its previous value (landed in the stage with V, rescaled) + P@V.
           const uint32_t stage = stage_addr(b, slot);
           float prev[kNTilesO][4];
-          auto load_prev = [&] {
-#pragma unroll
-            for (int n = 0; n < kNTilesO; ++n) {
-              float4 x;
-              asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                           : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w) : "r"(o_stage_addr(stage, n, tid)));
-              prev[n][0] = x.x * alpha[0], prev[n][1] = x.y * alpha[0];
-              prev[n][2] = x.z * alpha[1], prev[n][3] = x.w * alpha[1];
-            }
-          };
-          if (!Traits::kPVHalf && !first) load_prev();
           OFrag acc[kNTilesO];
-#pragma unroll
-          for (int n = 0; n < kNTilesO; ++n) {
-            if constexpr (!Traits::kPVHalf) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) acc[n].v[e] = first ? 0.f : prev[n][e];
-            } else {
-              acc[n].zero();
-            }
-          }
+          L3::seed_acc(acc, prev, stage, alpha, first, tid);
           pv_slice(acc, p_frag, p_smem, stage, wm, wn, lane);
-          if (Traits::kPVHalf && !first) load_prev();
+          if (Traits::kPVHalf && !first) L3::load_prev(prev, stage, alpha, tid);
           float o[kNTilesO][4];
 #pragma unroll
           for (int n = 0; n < kNTilesO; ++n)
@@ -505,7 +466,7 @@ struct FfpaFwd {
             store_o(p, w, b, c * kChunkD, o, wm, wn, g, t4);
           } else {
 #pragma unroll
-            for (int n = 0; n < kNTilesO; ++n) *ws_frag(p, c, n, tid) = make_float4(o[n][0], o[n][1], o[n][2], o[n][3]);
+            for (int n = 0; n < kNTilesO; ++n) *L3::ws_frag(p, c, n, tid) = make_float4(o[n][0], o[n][1], o[n][2], o[n][3]);
           }
         }
       }
@@ -589,52 +550,14 @@ struct FfpaFwd {
 // L1 and L2: one block per (query block [x L2 group], head, batch), heaviest (causal) blocks
 // first within each head: the last query rows see the most keys. blockIdx.x is the query block,
 // so the hardware dispatches a head's blocks together and they share its K/V in L2.
-// L3: a persistent grid, one workspace slot per block, over the same head-major item order
-// (item = (batch * heads + head) * m_blocks + heaviest-first query block). Each block starts on
-// item blockIdx.x, then takes the next unclaimed item from p.work_counter (list scheduling: a
-// block that finishes early takes more), or strides by gridDim.x when the counter is null.
-// Why head-major (tools/trace_l3.cu, docs/tuning_l1.md run 9): the resident blocks then work on
-// one or two heads at a time and re-read their K/V from L2; query-block-major order spread them
-// over every head and, once causal items of unequal length drifted apart, the K/V streams of a
-// head no longer coincided: causal tiles cost 1.5x the non-causal ones.
-#ifdef FFPA_TRACE_ITEMS
-__device__ uint64_t* g_ffpa_trace;
-#endif
-
+// L3: a persistent grid over the same head-major order (FfpaL3::run_persistent).
 template <typename Traits, int kStages = 0>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kMinBlocksPerSm) ffpa_fwd_kernel(const __grid_constant__ FwdParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) char smem[];
   using Fwd = FfpaFwd<Traits, kStages>;
   if constexpr (Traits::kLevel == Level::kL3) {
-    const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
-    const int64_t total = static_cast<int64_t>(m_blocks) * p.heads_q * p.batch;
-    __shared__ int64_t next_item;
-    for (int64_t item = blockIdx.x; item < total;) {
-      const int64_t bh = item / m_blocks;
-      const typename Fwd::Work w{m_blocks - 1 - static_cast<int>(item % m_blocks), static_cast<int>(bh % p.heads_q),
-                                 static_cast<int>(bh / p.heads_q), 0};
-#ifdef FFPA_TRACE_ITEMS  // tools/trace_l3.cu only: per-item start/end times and SM of the persistent grid
-      uint64_t t0;
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-#endif
-      Fwd::run(p, smem, w);
-      if (threadIdx.x == 0)
-        next_item = p.work_counter != nullptr ? gridDim.x + static_cast<int64_t>(atomicAdd(p.work_counter, 1))
-                                              : item + gridDim.x;
-      __syncthreads();  // next_item is published; the next item refills the ring and `red`
-#ifdef FFPA_TRACE_ITEMS
-      if (threadIdx.x == 0) {
-        uint64_t t1;
-        uint32_t sm;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        g_ffpa_trace[3 * item] = t0, g_ffpa_trace[3 * item + 1] = t1, g_ffpa_trace[3 * item + 2] = sm;
-      }
-#endif
-      item = next_item;
-      __syncthreads();  // everyone read next_item before thread 0 may write it again
-    }
+    FfpaL3<Traits, kStages>::run_persistent(p, smem);
   } else {
     const int m_blocks = gridDim.x / Traits::kGroups;
     const typename Fwd::Work w{m_blocks - 1 - static_cast<int>(blockIdx.x) / Traits::kGroups,
