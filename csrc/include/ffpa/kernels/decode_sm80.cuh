@@ -6,13 +6,14 @@
 // of its sequence; with more than one split it writes a normalised fp32 partial and its LSE, and
 // decode_merge_kernel (kernels/decode_merge.cuh) combines them (the merge of attn/state.cuh).
 //
-// Inside a block the warps (4, or 8 for Dv > 512 and shared K/V) split each 64-key tile for S = Q K^T (warp w:
-// 64 / warps keys, full head dim) and the output columns for O += P V (warp w: its share of every
+// Inside a block the warps (4, or 8 for Dv > 512) split each KV tile (64 keys; 32 with shared K/V)
+// for S = Q K^T (warp w: block_n / warps keys, full head dim) and the output columns for O += P V (warp w: its share of every
 // chunk's columns); the row max and P cross warps through shared memory. K and V stream through one
 // cp.async ring of slots of 64 keys x `chunk` head-dim columns, K chunks then V chunks of a tile,
 // so shared memory is bounded by the chunk and every head dim up to 1024 (and 576/512) runs here.
 // With kSharedKV (MLA's single cache: V = the first Dv columns of K) only K is loaded and P V reads
-// V from the K slots of the same tile.
+// V from the K slots of the same tile. Fragment addresses are per-lane offsets computed once; the
+// unrolled k-steps reach theirs through SmemTile::advance.
 #pragma once
 #include <cstdint>
 #include <math_constants.h>
@@ -110,8 +111,9 @@ struct DecodeFwd {
   // row inside it, one pair per load pass. Computed once per tile; with a page table, the page
   // indices of the next tile are read one tile ahead, so the table's latency hides behind loads.
   struct Rows {
-    int page[kLoadPasses];
-    int row[kLoadPasses];
+    int64_t k_off[kLoadPasses];  // element offset of this thread's row of the tile in K (page and row strides)
+    int64_t v_off[kLoadPasses];  // the same in V (unused with shared K/V)
+    bool valid[kLoadPasses];     // the row is a key of the block's range
     int next_page[kLoadPasses];
   };
 
@@ -133,14 +135,19 @@ struct DecodeFwd {
   static __device__ __forceinline__ void enter_tile(const DecodeParams& p, const Work& w, int tile, int tid, Rows& rows) {
 #pragma unroll
     for (int pass = 0; pass < kLoadPasses; ++pass) {
-      const int key = min(w.n_begin + tile * kBlockN + load_row(pass, tid), w.n_end - 1);
+      const int key_raw = w.n_begin + tile * kBlockN + load_row(pass, tid);
+      const int key = min(key_raw, w.n_end - 1);
+      int page, row;
       if (p.block_table != nullptr) {
-        rows.page[pass] = rows.next_page[pass];
-        rows.row[pass] = p.page_shift >= 0 ? key & (p.page_size - 1) : key % p.page_size;
+        page = rows.next_page[pass];
+        row = p.page_shift >= 0 ? key & (p.page_size - 1) : key % p.page_size;
       } else {
-        rows.page[pass] = w.batch;
-        rows.row[pass] = key;
+        page = w.batch;
+        row = key;
       }
+      rows.valid[pass] = key_raw < w.n_end;
+      rows.k_off[pass] = page * p.k_batch_stride + row * p.k_row_stride;
+      if constexpr (!kSharedKV) rows.v_off[pass] = page * p.v_batch_stride + row * p.v_row_stride;
     }
     if (p.block_table != nullptr) lookup(p, w, tile + 1, tid, rows.next_page);
   }
@@ -155,17 +162,15 @@ struct DecodeFwd {
       if (c == 0) enter_tile(p, w, tile, tid, rows);
       const bool is_k = c < kKChunks;
       const int col0 = (is_k ? c : c - kKChunks) * kChunk;
-      const int64_t bs = is_k ? p.k_batch_stride : p.v_batch_stride;
-      const int64_t rs = is_k ? p.k_row_stride : p.v_row_stride;
-      const int64_t hs = is_k ? p.k_head_stride : p.v_head_stride;
       const int u = tid % kUnitsPerRow;
-      const Element* base = static_cast<const Element*>(is_k ? p.k : p.v) + w.head_kv * hs + col0 + u * 8;
+      const Element* base = static_cast<const Element*>(is_k ? p.k : p.v) + w.head_kv * (is_k ? p.k_head_stride : p.v_head_stride) +
+                            col0 + u * 8;
       const uint32_t slot = ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes);
 #pragma unroll
       for (int pass = 0; pass < kLoadPasses; ++pass) {
-        const int r = load_row(pass, tid);
-        const bool valid = w.n_begin + tile * kBlockN + r < w.n_end;
-        ptx::cp_async_cg_16(slot + KvTile::unit_offset(r, u), base + rows.page[pass] * bs + rows.row[pass] * rs, valid);
+        const int64_t off = kSharedKV || is_k ? rows.k_off[pass] : rows.v_off[pass];
+        ptx::cp_async_cg_16_pf<Traits::kL2Prefetch>(slot + KvTile::unit_offset(load_row(pass, tid), u), base + off,
+                                                    rows.valid[pass]);
       }
     }
     ptx::cp_async_commit_group();
@@ -183,21 +188,63 @@ struct DecodeFwd {
 
   // S (16 rows x this warp's keys) += Q chunk x K chunk^T. k-step ks accumulates into chain ks %
   // kQkChains: with two chains the dependent MMA sequence of a wide head dim is half as long.
-  static __device__ __forceinline__ void qk_chunk(uint32_t q_chunk, uint32_t slot, int warp, int lane,
+  // Per-lane byte offsets of the fragments this lane's ldmatrix addresses at k-step 0, computed once;
+  // the unrolled k-steps reach theirs with SmemTile::advance (an XOR and an immediate), not the
+  // swizzle arithmetic per load.
+  struct Frag {
+    uint32_t q;  // A of Q K^T: Q tile (row lane % 16, unit 0 or 1)
+    uint32_t k;  // B of Q K^T: this warp's keys of a K slot
+    uint32_t v;  // B of P V (transposed): this warp's columns of a V slot
+    uint32_t p;  // A of P V: the P tile
+  };
+
+  static __device__ __forceinline__ Frag frag_offsets(int warp, int lane) {
+    Frag f;
+    f.q = QTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2), 8 * (lane / 16));
+    f.k = kSNTiles == 1 ? KvTile::elem_offset(kWarpKeys * warp + (lane % 8), 8 * ((lane / 8) % 2))
+                        : KvTile::elem_offset(kWarpKeys * warp + (lane % 8) + 8 * (lane / 16), 8 * ((lane / 8) % 2));
+    const int key = (lane % 8) + 8 * ((lane / 8) % 2);
+    f.v = kONTiles == 1 ? KvTile::elem_offset(key, warp * Traits::kWarpCols)
+                        : KvTile::elem_offset(key, warp * Traits::kWarpCols + 8 * (lane / 16));
+    f.p = PTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2), 8 * (lane / 16));
+    return f;
+  }
+
+  // S (16 rows x this warp's keys) += Q chunk x K chunk^T. k-step ks accumulates into chain ks %
+  // kQkChains: with two chains the dependent MMA sequence of a wide head dim is half as long.
+  static __device__ __forceinline__ void qk_chunk(uint32_t q_chunk, uint32_t slot, const Frag& f,
                                                   float (&s_acc)[kQkChains][kSNTiles][4]) {
+    constexpr int kSteps = kChunk / 16;
+    const uint32_t qa = q_chunk + f.q, kb = slot + f.k;
+    if constexpr (Traits::kQkPrefetch) {  // every fragment of the chunk first, then the MMAs
+      uint32_t a[kSteps][4], b[kSteps][2 * kSNTiles];
 #pragma unroll
-    for (int ks = 0; ks < kChunk / 16; ++ks) {
+      for (int ks = 0; ks < kSteps; ++ks) {
+        ptx::ldmatrix_m8n8_x4(a[ks], QTile::advance(qa, 0, 2 * ks));
+        if constexpr (kSNTiles == 1) ptx::ldmatrix_m8n8_x2(b[ks], KvTile::advance(kb, 0, 2 * ks));
+        else ptx::ldmatrix_m8n8_x4(b[ks], KvTile::advance(kb, 0, 2 * ks));
+      }
+#pragma unroll
+      for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+        for (int n = 0; n < kSNTiles; ++n) {
+          const uint32_t bn[2] = {b[ks][2 * n], b[ks][2 * n + 1]};
+          Num::mma_f32acc(s_acc[ks % kQkChains][n], a[ks], bn);
+        }
+      return;
+    }
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
       float (&acc)[kSNTiles][4] = s_acc[ks % kQkChains];
       uint32_t a[4];
-      ptx::ldmatrix_m8n8_x4(a, q_chunk + QTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2), 16 * ks + 8 * (lane / 16)));
+      ptx::ldmatrix_m8n8_x4(a, QTile::advance(qa, 0, 2 * ks));
       if constexpr (kSNTiles == 1) {
         uint32_t b[2];
-        ptx::ldmatrix_m8n8_x2(b, slot + KvTile::elem_offset(kWarpKeys * warp + (lane % 8), 16 * ks + 8 * ((lane / 8) % 2)));
+        ptx::ldmatrix_m8n8_x2(b, KvTile::advance(kb, 0, 2 * ks));
         Num::mma_f32acc(acc[0], a, b);
       } else {
         uint32_t b[4];
-        ptx::ldmatrix_m8n8_x4(b, slot + KvTile::elem_offset(kWarpKeys * warp + (lane % 8) + 8 * (lane / 16),
-                                                             16 * ks + 8 * ((lane / 8) % 2)));
+        ptx::ldmatrix_m8n8_x4(b, KvTile::advance(kb, 0, 2 * ks));
         const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
         Num::mma_f32acc(acc[0], a, b0);
         Num::mma_f32acc(acc[1], a, b1);
@@ -219,21 +266,20 @@ struct DecodeFwd {
   }
 
   // O (16 rows x this warp's columns of the chunk) += P x V chunk.
-  static __device__ __forceinline__ void pv_chunk(uint32_t slot, int warp, int lane, const uint32_t (&p_frag)[kBlockN / 16][4],
+  static __device__ __forceinline__ void pv_chunk(uint32_t slot, const Frag& f, const uint32_t (&p_frag)[kBlockN / 16][4],
                                                   float (&o)[kONTiles][4]) {
-    const int col0 = warp * Traits::kWarpCols;
+    const uint32_t vb = slot + f.v;
 #pragma unroll
     for (int ks = 0; ks < kBlockN / 16; ++ks) {
-      const int key = 16 * ks + (lane % 8) + 8 * ((lane / 8) % 2);
       if constexpr (kONTiles == 1) {
         uint32_t b[2];
-        ptx::ldmatrix_m8n8_x2_trans(b, slot + KvTile::elem_offset(key, col0));
+        ptx::ldmatrix_m8n8_x2_trans(b, KvTile::advance(vb, 16 * ks, 0));
         Num::mma_f32acc(o[0], p_frag[ks], b);
       } else {
 #pragma unroll
         for (int np = 0; np < kONTiles / 2; ++np) {
           uint32_t b[4];
-          ptx::ldmatrix_m8n8_x4_trans(b, slot + KvTile::elem_offset(key, col0 + 16 * np + 8 * (lane / 16)));
+          ptx::ldmatrix_m8n8_x4_trans(b, KvTile::advance(vb, 16 * ks, 2 * np));
           const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
           Num::mma_f32acc(o[2 * np], p_frag[ks], b0);
           Num::mma_f32acc(o[2 * np + 1], p_frag[ks], b1);
@@ -294,11 +340,9 @@ struct DecodeFwd {
   }
 
   // P (b16, the whole tile) as the A fragments of P V's k-steps.
-  static __device__ __forceinline__ void load_p(uint32_t p_smem, int lane, uint32_t (&p_frag)[kBlockN / 16][4]) {
+  static __device__ __forceinline__ void load_p(uint32_t p_smem, const Frag& f, uint32_t (&p_frag)[kBlockN / 16][4]) {
 #pragma unroll
-    for (int ks = 0; ks < kBlockN / 16; ++ks)
-      ptx::ldmatrix_m8n8_x4(p_frag[ks], p_smem + PTile::elem_offset((lane % 8) + 8 * ((lane / 8) % 2),
-                                                                    16 * ks + 8 * (lane / 16)));
+    for (int ks = 0; ks < kBlockN / 16; ++ks) ptx::ldmatrix_m8n8_x4(p_frag[ks], PTile::advance(p_smem + f.p, 0, 2 * ks));
   }
 
   // Online softmax of one KV tile across the warps: mask and scale this warp's scores, the tile's
@@ -438,6 +482,7 @@ struct DecodeFwd {
                                                     const int (&lim)[2], int tid, int warp, int lane, int g, int t4,
                                                     Rows& rows, float (&o_acc)[kVChunks][kONTiles][4],
                                                     float (&row_max)[2], float (&row_sum)[2]) {
+    const Frag f = frag_offsets(warp, lane);
     int i = 0;
     for (int t = 0; t < n_tiles; ++t) {
       float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
@@ -445,7 +490,7 @@ struct DecodeFwd {
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c, ++i) {
         const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);
-        qk_chunk(q_smem + c * QTile::kBytes, slot, warp, lane, s_part);
+        qk_chunk(q_smem + c * QTile::kBytes, slot, f, s_part);
       }
       sum_chains(s_part, s_acc);
       softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, madd, row_max, row_sum, o_acc);
@@ -453,8 +498,8 @@ struct DecodeFwd {
 #pragma unroll
       for (int c = 0; c < kVChunks; ++c, ++i) {
         const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);  // its barrier also publishes P
-        if (c == 0) load_p(p_smem, lane, p_frag);
-        pv_chunk(slot, warp, lane, p_frag, o_acc[c]);
+        if (c == 0) load_p(p_smem, f, p_frag);
+        pv_chunk(slot, f, p_frag, o_acc[c]);
       }
     }
   }
@@ -468,24 +513,31 @@ struct DecodeFwd {
                                                       const int (&lim)[2], int tid, int warp, int lane, int g, int t4,
                                                       Rows& rows, float (&o_acc)[kVChunks][kONTiles][4],
                                                       float (&row_max)[2], float (&row_sum)[2]) {
+    const Frag f = frag_offsets(warp, lane);
     for (int t = 0; t < n_tiles; ++t) {
       const uint32_t half = ring + static_cast<uint32_t>((t % kTileBuffers) * kKChunks * KvTile::kBytes);
       float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
       begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, madd);
+      if constexpr (Traits::kTileWait) {  // the whole tile (pending: the kTileBuffers - 1 tiles after it)
+        ptx::cp_async_wait_group<(kTileBuffers - 1) * kKChunks>();
+        __syncthreads();
+      }
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c) {
-        // Pending: this tile's chunks after c and the kTileBuffers - 1 tiles after it.
-        ptx::cp_async_wait_group_upto<kTileBuffers * kKChunks - 1>(kTileBuffers * kKChunks - 1 - c);
-        __syncthreads();
-        qk_chunk(q_smem + c * QTile::kBytes, half + c * KvTile::kBytes, warp, lane, s_part);
+        if constexpr (!Traits::kTileWait) {
+          // Pending: this tile's chunks after c and the kTileBuffers - 1 tiles after it.
+          ptx::cp_async_wait_group_upto<kTileBuffers * kKChunks - 1>(kTileBuffers * kKChunks - 1 - c);
+          __syncthreads();
+        }
+        qk_chunk(q_smem + c * QTile::kBytes, half + c * KvTile::kBytes, f, s_part);
       }
       sum_chains(s_part, s_acc);
       softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, madd, row_max, row_sum, o_acc);
       __syncthreads();  // P is complete
       uint32_t p_frag[kBlockN / 16][4];
-      load_p(p_smem, lane, p_frag);
+      load_p(p_smem, f, p_frag);
 #pragma unroll
-      for (int c = 0; c < kVChunks; ++c) pv_chunk(half + c * KvTile::kBytes, warp, lane, p_frag, o_acc[c]);
+      for (int c = 0; c < kVChunks; ++c) pv_chunk(half + c * KvTile::kBytes, f, p_frag, o_acc[c]);
       __syncthreads();  // every warp is done with this half of the ring
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c) issue(p, w, ring, (t + kTileBuffers) * kKChunks + c, n_chunks, tid, rows);

@@ -20,6 +20,9 @@ struct DecodeTileSpec {
   int stages = 0;      // ring slots (cp.async groups in flight: stages - 1)
   int min_blocks = 2;  // blocks per SM the register allocation must allow (__launch_bounds__)
   int tile_buffers = 0;  // shared K/V: whole KV tiles the ring holds (0: a ring of chunk slots)
+  bool tile_wait = false;  // shared K/V: wait for a whole tile once (one barrier) instead of per chunk
+  int qk_chains = 0;       // independent S accumulator chains (0: 2 at D >= 256, else 1)
+  bool qk_prefetch = false;  // load a chunk's Q and K fragments before its MMAs
 };
 
 // The widest of 128, 64, 32 columns dividing both head dims (wider slots: fewer block-wide
@@ -34,19 +37,22 @@ constexpr int decode_chunk(int head_dim, int head_dim_v) {
 // take 8 warps (Dv / 16).
 //
 // shared_kv (MLA: V is the first Dv columns of K, one cache): only K is loaded, and P V reads V
-// from the K slots of the same tile, halving the bytes a block moves. A tile's slots stay until
-// its P V is done, so the ring holds whole tiles: two of 64 keys (D = 576: 144 KiB), one block of
-// 8 warps per SM. Measured on an H200 at B=16, S=16384, 16/1 (copy-ceiling fractions): this 0.60;
-// five tiles of 32 keys with 4 warps (four tiles in flight) 0.42, so the block's own latency per
-// tile, not the bytes in flight, is what holds it (next: profile the tile loop).
+// from the K slots of the same tile, so a tile's slots stay until its P V is done and the ring holds
+// whole tiles: two of 32 keys (D = 576: 72 KiB), 4 warps, two blocks per SM (each block's barriers
+// overlap the other's work), one wait per tile, four S chains with a chunk's fragments loaded before
+// its MMAs (docs/tuning_decode.md: 0.60x -> 0.72x copy at B=16, S=16384, 16/1 on an H200).
 constexpr DecodeTileSpec decode_tile(int head_dim, int head_dim_v, bool shared_kv = false) {
   DecodeTileSpec t{};
   t.warps = head_dim_v > 512 && !shared_kv ? 8 : 4;
   t.chunk = decode_chunk(head_dim, head_dim_v);
   if (shared_kv) {
-    t.warps = 8;
-    t.min_blocks = 1;
+    t.block_n = 32;
+    t.warps = 4;
+    t.min_blocks = 2;
     t.tile_buffers = 2;
+    t.tile_wait = true;
+    t.qk_chains = 4;
+    t.qk_prefetch = true;
     t.stages = t.tile_buffers * (head_dim / t.chunk);
     return t;
   }
@@ -62,6 +68,7 @@ struct DecodeTraits {
   static constexpr int kHeadDimV = kHeadDimV_;
   static constexpr bool kSharedKV = kSharedKV_;
   static constexpr DecodeTileSpec kSpec = decode_tile(kHeadDim, kHeadDimV, kSharedKV);
+  static constexpr bool kTileWait = kSpec.tile_wait;
   static constexpr int kWarps = kSpec.warps;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRows = 16;  // packed query rows per block (one m16 MMA tile)
@@ -78,7 +85,13 @@ struct DecodeTraits {
   // Independent accumulator chains of S = Q K^T: two where the head dim is wide (D / 16 dependent
   // MMAs a tile otherwise) and the registers are there: not at D < 256, where the 4-warp tiles
   // keep three blocks per SM.
-  static constexpr int kQkChains = kSharedKV || kHeadDim >= 256 ? 2 : 1;
+  static constexpr int kQkChains = kSpec.qk_chains > 0 ? kSpec.qk_chains : kHeadDim >= 256 ? 2 : 1;
+  static constexpr bool kQkPrefetch = kSpec.qk_prefetch;
+#ifdef FFPA_DEV_DECODE_L2_PREFETCH
+  static constexpr int kL2Prefetch = FFPA_DEV_DECODE_L2_PREFETCH;  // development builds: the K/V loads' L2 hint
+#else
+  static constexpr int kL2Prefetch = 0;
+#endif
   static constexpr int kWarpCols = kChunk / kWarps;    // O columns of one chunk a warp owns
   static constexpr int kONTiles = kWarpCols / 8;       // its n8 accumulator tiles per chunk
   static constexpr int kUnitsPerRow = kChunk / 8;      // 16-byte units of one slot row
