@@ -91,7 +91,8 @@ def ffpa_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Opti
     """Thin wrapper of ``torch.ops.ffpa_attn.ffpa_decode`` (no checks, no fallback)."""
     if _OP is None:
         raise RuntimeError(f"torch.ops.ffpa_attn.ffpa_decode is not available: {_ops.import_error()}")
-    return _OP(q, k_cache, v_cache, cache_seqlens, block_table, attn_mask, scale, causal, num_splits)
+    # The overload itself: the packet would resolve it on every call (host time per decode step).
+    return _OP.default(q, k_cache, v_cache, cache_seqlens, block_table, attn_mask, scale, causal, num_splits)
 
 
 def _realigned_impl(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Optional[Tensor],

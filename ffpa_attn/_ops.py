@@ -291,6 +291,21 @@ def _registry_entries() -> Tuple[Tuple[str, str, str, str, str, int, int, int], 
 
 # Every compiled kernel (a plain module global: constant for torch.compile).
 _REGISTRY = _registry_entries()
+# Per-call lookups hit this index (op, E, Ev, dtype, acc) -> ((family, arch, level), ...), rebuilt when
+# _REGISTRY is replaced (the CPU tests' mock does); a linear scan of a full build's few hundred
+# entries would cost more than the rest of the routing.
+_INDEX: Dict[Tuple[str, int, int, str, str], Tuple[Tuple[str, str, int], ...]] = {}
+_INDEX_OF: Any = None
+
+
+def _index() -> Dict[Tuple[str, int, int, str, str], Tuple[Tuple[str, str, int], ...]]:
+    global _INDEX, _INDEX_OF
+    if _INDEX_OF is not _REGISTRY:
+        index: Dict[Tuple[str, int, int, str, str], list] = {}
+        for (o, fam, arch, dt, a, e, ev, lv) in _REGISTRY:
+            index.setdefault((o, e, ev, dt, a), []).append((fam, arch, lv))
+        _INDEX, _INDEX_OF = {k: tuple(v) for k, v in index.items()}, _REGISTRY
+    return _INDEX
 
 
 def kernel_families(op: str, E: int, Ev: int, dtype: Optional[str] = None, acc: str = "auto",
@@ -300,10 +315,22 @@ def kernel_families(op: str, E: int, Ev: int, dtype: Optional[str] = None, acc: 
     on compute capability ``cc`` (None: any), in spec order. Whether one exists decides fallback;
     which one runs is the C++ chooser's (csrc/launch/route.cpp; ``chosen_kernel`` asks it)."""
     want_acc = "fp32" if acc == "auto" else acc
-    found = {fam for (o, fam, arch, dt, a, e, ev, lv) in _REGISTRY
-             if o == op and e == E and ev == Ev and a == want_acc and (dtype is None or dt == dtype)
-             and (level is None or lv == level) and (cc is None or _spec.arch_runs(arch, cc))}
+    index = _index() if not torch.compiler.is_compiling() or _INDEX_OF is _REGISTRY else None
+    dtypes = (dtype,) if dtype is not None else tuple(t.torch for t in _spec.DTYPES.values())
+    found = set()
+    for dt in dtypes:
+        if index is not None:
+            lines = index.get((op, E, Ev, dt, want_acc), ())
+        else:  # first call ever while tracing: scan (no global writes under dynamo)
+            lines = tuple((fam, arch, lv) for (o, fam, arch, d, a, e, ev, lv) in _REGISTRY
+                          if (o, e, ev, d, a) == (op, E, Ev, dt, want_acc))
+        for fam, arch, lv in lines:
+            if (level is None or lv == level) and (cc is None or _spec.arch_runs(arch, cc)):
+                found.add(fam)
     return tuple(f for f in ALL_FAMILIES if f in found)
+
+
+_index()
 
 
 def chosen_kernel(dtype: str, E: int, Ev: int, level: int = 0, acc: str = "auto", len_q: int = 1024,
@@ -450,9 +477,8 @@ def ffpa_fwd(
         raise RuntimeError(
             f"torch.ops.ffpa_attn.ffpa_fwd is not available: {_IMPORT_ERROR}"
         )
-    return torch.ops.ffpa_attn.ffpa_fwd(
-        q, k, v, attn_mask, scale, is_causal, causal_bottom_right, level, acc, num_stages
-    )
+    # The overload itself: the packet would resolve it on every call.
+    return _OP.default(q, k, v, attn_mask, scale, is_causal, causal_bottom_right, level, acc, num_stages)
 
 
 # 16-byte vector loads: every non-unit stride and the data pointer must be 16-byte aligned.

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import _ops
+from . import _fastpath, _ops
 from ._masks import CAUSAL_ALIGNS, causal_keep, mask_as_4d
 from ._routing import _kernel_reason, decode_route
 from ._validate import (
@@ -102,6 +102,14 @@ def _as_4d(t: Tensor) -> Tensor:
     return t.reshape((-1,) + tuple(t.shape[-3:]))
 
 
+def _decode_route(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor], is_causal: bool,
+                  bottom_right: bool, level: Optional[int], acc: str, num_stages: Optional[int]) -> bool:
+    """Whether a kernel-routed call runs on the decode op (_routing.decode_route, on the 4-D views)."""
+    m4 = None if attn_mask is None else mask_as_4d(attn_mask, query.shape)
+    return decode_route(_as_4d(query), _as_4d(key), _as_4d(value), m4, is_causal, bottom_right, level, acc,
+                        num_stages)
+
+
 def _run_kernel(
     query: Tensor,
     key: Tensor,
@@ -116,7 +124,9 @@ def _run_kernel(
     dtype: torch.dtype,
     out_shape: Tuple,
     return_lse: bool,
+    decode: bool,
 ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    """Our kernels on a validated, routed call; ``decode``: on the decode op (``_decode_route``)."""
     if query.dtype != dtype:  # autocast: SDPA would have seen cast inputs
         query = query.to(dtype)
     if key.dtype != dtype:
@@ -132,7 +142,7 @@ def _run_kernel(
     lvl = 0 if level is None else level
     acc_code = _ops.ACC_CODES[acc]
     stages = 0 if num_stages is None else num_stages
-    if decode_route(q4, k4, v4, m4, is_causal, bottom_right, level, acc, num_stages):
+    if decode:
         from . import _decode_ops
 
         # Decode's layout is (B, L, H, D): the transposed views, no copy; out comes back in q's layout.
@@ -315,7 +325,19 @@ def forward(
     """
     args = (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
             return_lse, strict, level, acc, num_stages)
-    return keep_error_classes(_forward, args, query, return_lse)
+    if torch.compiler.is_compiling():
+        return keep_error_classes(_forward, args, query, return_lse)
+    call_key = _fastpath.key_of(*args)
+    if call_key is not None:
+        route = _fastpath.lookup(call_key)
+        if route is not None:  # validated and routed before: straight to the kernel
+            return _run_kernel(query, key, value, attn_mask, scale, is_causal, route.bottom_right, level, acc,
+                               num_stages, route.dtype, route.out_shape, return_lse, route.decode)
+        _fastpath.begin()
+    out = keep_error_classes(_forward, args, query, return_lse)
+    if call_key is not None:
+        _fastpath.remember(call_key)
+    return out
 
 
 def _forward(
@@ -395,6 +417,7 @@ def _forward(
 
     # ---- what SDPA would reject, rejected before routing
     autocast = _autocast_dtype(query.device.type)
+    passed_mask = attn_mask
     attn_mask, dtype, out_shape = _validate(
         query, key, value, attn_mask, is_causal, enable_gqa, autocast
     )
@@ -404,6 +427,9 @@ def _forward(
         query, key, value, attn_mask, dropout_p, scale, dtype, level, acc
     )
     if reason is None:
+        decode = _decode_route(query, key, value, attn_mask, is_causal, bottom_right, level, acc, num_stages)
+        if attn_mask is passed_mask and not torch.compiler.is_compiling():
+            _fastpath.decided(_fastpath.Route(dtype, out_shape, decode, bottom_right))
         return _run_kernel(
             query,
             key,
@@ -418,6 +444,7 @@ def _forward(
             dtype,
             out_shape,
             return_lse,
+            decode,
         )
     _fallback_notice(reason, strict)
     return _run_fallback(

@@ -11,7 +11,7 @@
   CUDA device of compute capability >= 8.0 and ``ffpa_attn._C``); without a CUDA device the
   latter skip, saying so.
 * ``reset_ffpa_fallback_warnings`` (autouse): every test starts with no fallback reason warned
-  yet, so "warned once per reason" is observable per test.
+  yet, so "warned once per reason" is observable per test, and with forward's fast path empty.
 * ``record``: all warnings of the test, unfiltered; ``gen``: a seeded CPU generator.
 """
 
@@ -116,9 +116,13 @@ def pytest_report_header(config):
 
 @pytest.fixture(autouse=True)
 def reset_ffpa_fallback_warnings():
+    from ffpa_attn import _fastpath
+
     ffpa_attn.reset_fallback_warnings()
+    _fastpath.clear()  # tests swap the build and the device facts (mocks): no call remembered across them
     yield
     ffpa_attn.reset_fallback_warnings()
+    _fastpath.clear()
 
 
 @pytest.fixture(autouse=True)
