@@ -27,6 +27,9 @@ print(f"sdpa {per_call(lambda: F.scaled_dot_product_attention(q, k, v, enable_gq
 print(f"ffpa forward {per_call(lambda: ffpa_attn.forward(q, k, v, enable_gqa=True)):.1f} us/call")
 qd, kd, vd = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 print(f"ffpa decode {per_call(lambda: ffpa_attn.decode(qd, kd, vd)):.1f} us/call")
+lens = torch.full((4,), 1088, dtype=torch.int32, device="cuda")
+print(f"ffpa decode with cache_seqlens {per_call(lambda: ffpa_attn.decode(qd, kd, vd, cache_seqlens=lens)):.1f} us/call")
+print(f"packet op {per_call(lambda: torch.ops.ffpa_attn.ffpa_decode(qd, kd, vd, None, None, None, 0.088, False, 0)):.1f} us/call")
 from ffpa_attn import _decode_ops
 print(f"op only {per_call(lambda: _decode_ops.ffpa_decode(qd, kd, vd, None, None, None, 0.088, False, 0)):.1f} us/call")
 pr = cProfile.Profile()

@@ -169,8 +169,7 @@ struct DecodeFwd {
 #pragma unroll
       for (int pass = 0; pass < kLoadPasses; ++pass) {
         const int64_t off = kSharedKV || is_k ? rows.k_off[pass] : rows.v_off[pass];
-        ptx::cp_async_cg_16_pf<Traits::kL2Prefetch>(slot + KvTile::unit_offset(load_row(pass, tid), u), base + off,
-                                                    rows.valid[pass]);
+        ptx::cp_async_cg_16(slot + KvTile::unit_offset(load_row(pass, tid), u), base + off, rows.valid[pass]);
       }
     }
     ptx::cp_async_commit_group();

@@ -16,28 +16,6 @@ __device__ __forceinline__ void cp_async_cg_16(uint32_t smem_addr, const void* g
 #endif
 }
 
-// The same with an L2 prefetch-size hint (.L2::64B / 128B / 256B; 0 = none): the L2 fetches that
-// many bytes around the line, for streams read front to back (decode's K/V rows).
-template <int kPrefetchBytes>
-__device__ __forceinline__ void cp_async_cg_16_pf(uint32_t smem_addr, const void* gmem, bool valid) {
-  static_assert(kPrefetchBytes == 0 || kPrefetchBytes == 64 || kPrefetchBytes == 128 || kPrefetchBytes == 256,
-                "L2 prefetch sizes: 64, 128 or 256 bytes");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const int src_size = valid ? 16 : 0;
-  if constexpr (kPrefetchBytes == 0)
-    cp_async_cg_16(smem_addr, gmem, valid);
-  else if constexpr (kPrefetchBytes == 64)
-    asm volatile("cp.async.cg.shared.global.L2::64B [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(src_size)
-                 : "memory");
-  else if constexpr (kPrefetchBytes == 128)
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(src_size)
-                 : "memory");
-  else
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(src_size)
-                 : "memory");
-#endif
-}
-
 __device__ __forceinline__ void cp_async_commit_group() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

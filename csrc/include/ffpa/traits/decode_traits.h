@@ -87,11 +87,6 @@ struct DecodeTraits {
   // keep three blocks per SM.
   static constexpr int kQkChains = kSpec.qk_chains > 0 ? kSpec.qk_chains : kHeadDim >= 256 ? 2 : 1;
   static constexpr bool kQkPrefetch = kSpec.qk_prefetch;
-#ifdef FFPA_DEV_DECODE_L2_PREFETCH
-  static constexpr int kL2Prefetch = FFPA_DEV_DECODE_L2_PREFETCH;  // development builds: the K/V loads' L2 hint
-#else
-  static constexpr int kL2Prefetch = 0;
-#endif
   static constexpr int kWarpCols = kChunk / kWarps;    // O columns of one chunk a warp owns
   static constexpr int kONTiles = kWarpCols / 8;       // its n8 accumulator tiles per chunk
   static constexpr int kUnitsPerRow = kChunk / 8;      // 16-byte units of one slot row

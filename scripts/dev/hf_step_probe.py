@@ -1,0 +1,71 @@
+"""Development probe: a Hugging Face Llama-style model (4 layers, 32/8, D=128, bf16, B=4, prompt 1024)
+generating greedily: time per token with plain SDPA, with sdpa_patched(), and patched without
+forward's fast path; what the attention calls were (shapes, masks, which path); and the GPU time of
+the attention kernels of one decode step (torch profiler)."""
+import collections
+import time
+
+import torch
+import torch.nn.functional as F
+import transformers
+
+import ffpa_attn
+from ffpa_attn import _fastpath
+
+cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=4,
+                               num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                               max_position_embeddings=4096, attn_implementation="sdpa")
+torch.manual_seed(0)
+with torch.device("cuda"):
+    model = transformers.LlamaForCausalLM(cfg).to(dtype=torch.bfloat16).eval()
+prompt = torch.randint(0, 32000, (4, 1024), device="cuda")
+kw = dict(attention_mask=torch.ones_like(prompt), do_sample=False, pad_token_id=0)
+
+
+def per_token():
+    with torch.inference_mode():
+        model.generate(prompt, max_new_tokens=4, min_new_tokens=4, **kw)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        model.generate(prompt, max_new_tokens=65, min_new_tokens=65, **kw)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        model.generate(prompt, max_new_tokens=1, min_new_tokens=1, **kw)
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+    return ((t1 - t0) - (t2 - t1)) / 64 * 1e3, (t2 - t1) * 1e3
+
+
+print("plain SDPA ms/token, prefill ms:", [per_token() for _ in range(2)])
+with ffpa_attn.sdpa_patched():
+    print("patched:", [per_token() for _ in range(2)])
+real_key = _fastpath.key_of
+_fastpath.key_of = lambda *a: None
+with ffpa_attn.sdpa_patched():
+    print("patched, no fast path:", [per_token() for _ in range(2)])
+_fastpath.key_of = real_key
+
+seen = collections.Counter()
+
+
+def spy(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False, **extra):
+    m = None if attn_mask is None else (tuple(attn_mask.shape), str(attn_mask.dtype), attn_mask.stride())
+    seen[(tuple(q.shape), tuple(k.shape)[:2], q.stride(), k.stride(), m, is_causal, enable_gqa, type(scale).__name__,
+          type(dropout_p).__name__, tuple(sorted(extra)))] += 1
+    return ffpa_attn.forward(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                             enable_gqa=enable_gqa)
+
+
+F.scaled_dot_product_attention = spy
+with torch.inference_mode():
+    model.generate(prompt, max_new_tokens=3, min_new_tokens=3, **kw)
+F.scaled_dot_product_attention = ffpa_attn.interface._SDPA
+for k, n in seen.most_common(8):
+    print(n, k)
+for name, ctx in (("sdpa", None), ("ffpa", ffpa_attn.sdpa_patched)):
+    with torch.inference_mode(), (ctx() if ctx else torch.autograd.profiler.record_function("x")):
+        model.generate(prompt, max_new_tokens=3, min_new_tokens=3, **kw)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            model.generate(prompt, max_new_tokens=9, min_new_tokens=9, **kw)
+    print(name)
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12))
