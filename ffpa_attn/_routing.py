@@ -17,9 +17,9 @@ from . import _ops, _spec
 from ._masks import mask_slices
 
 _HALF_ACCS = tuple(a for a in _spec.ACCS if a != "fp32")  # need float16 inputs and an FFPA kernel
-# CUDA's gridDim.y/z limit, ffpa::kMaxGridYZ (csrc/include/ffpa/constants.h; the build reports it as
-# build_info()["limits"]["max_grid_yz"], and tests/test_build.py checks the two agree).
-_MAX_GRID_YZ = 65535
+# CUDA's gridDim.y/z limit (ffpa_attn/_spec.py; the generated registry static_asserts ffpa::kMaxGridYZ
+# equals it, and the build reports it as build_info()["limits"]["max_grid_yz"]).
+_MAX_GRID_YZ = _spec.MAX_GRID_YZ
 _MAX_HEADS = _MAX_GRID_YZ  # query heads: grid y of the kernels
 _MAX_MASK_SLICES = _MAX_GRID_YZ  # (batch, head) slices of a mask: grid z of the block-map pass
 _KERNEL_DTYPES = tuple(getattr(torch, t.torch) for t in _spec.DTYPES.values())

@@ -30,6 +30,7 @@ OPS = {
                    "-> (Tensor out, Tensor lse)",
 }
 
+MAX_GRID_YZ = 65535  # CUDA's gridDim.y/z limit: query heads, mask (batch, head) slices (ffpa::kMaxGridYZ)
 DECODE_MAX_QUERIES = 32  # query rows (Lq x nothing else) the decode op takes; forward routes L <= this to it
 
 

@@ -101,11 +101,13 @@ def generate(out: Path, head_dims: list[int] | None, dtypes: list[str], archs: l
         [f"static_assert(static_cast<int>(DType::{t.enum}) == {t.code}, \"DType codes: ffpa_attn/_spec.py\");"
          for t in DTYPES.values()] +
         [f"static_assert(static_cast<int>({enum}) == {code}, \"AccMode codes: ffpa_attn/_spec.py\");"
-         for enum, code in ACCS.values()])
+         for enum, code in ACCS.values()] +
+        [f"static_assert(kMaxGridYZ == {SPEC.MAX_GRID_YZ}, \"the grid limit: ffpa_attn/_spec.py\");"])
     reg = out / "registry.cu"
     write_if_changed(reg, HEADER + """#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "ffpa/constants.h"
 #include "launch/fwd_launcher.h"
 
 namespace ffpa::launch {
