@@ -7,14 +7,27 @@ Kernel names are read from the mangled entry names: FFPA (FfpaTraits<elem, D, Dv
 AccMode>, ring depth), FA-2 (Fa2Traits<elem, D, Dv, tile<D, wgmma>>, ring depth) and the decode
 family (decode_split_kernel<elem, D, Dv, shared K/V>, decode_merge_kernel<elem>). A kernel the patterns do not
 know is listed under its mangled name rather than dropped."""
+import importlib.util
 import re
 import sys
+from pathlib import Path
 
 ENTRY = re.compile(r"Compiling entry function '(\S+)' for '(sm_\w+)'")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 REGS = re.compile(r"Used (\d+) registers")
 DT = {"6__half": "fp16", "13__nv_bfloat16": "bf16"}
-ACC_NAMES = {"0": "", "1": " fp16acc", "2": " mixedacc"}
+
+def _spec():
+    """ffpa_attn/_spec.py by path (the package imports torch; this tool must not need it)."""
+    spec = importlib.util.spec_from_file_location("ffpa_spec", Path(__file__).resolve().parents[1] / "ffpa_attn" / "_spec.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["ffpa_spec"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# AccMode values in mangled names -> row label suffix (the codes of ffpa_attn/_spec.py ACCS).
+ACC_NAMES = {str(code): "" if name == "fp32" else f" {name}acc" for name, (_, code) in _spec().ACCS.items()}
 FFPA = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)E.*?AccModeE(\d)EEELi(\d+)EEEvNS_9FwdParamsE$")
 FA2 = re.compile(r"(fa2_fwd(?:_wgmma)?)_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)E.*?ELi(\d+)EEEvNS_9FwdParamsE$")
 DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)ELb([01])EEEvNS_12DecodeParamsE$")
