@@ -14,7 +14,7 @@ import torch
 import ffpa_attn
 from _cpu_helpers import TOL, ref_attention, rn
 from ffpa_attn import _decode_ops, _ops
-from test_kernel_path_cpu import mock_kernel  # noqa: F401  (the forward op's mock, a fixture)
+from _mock_kernel import mock_kernel  # noqa: F401  (the forward op's mock, a fixture)
 
 DECODE_PAIRS = frozenset({(16, 16), (32, 32)})
 

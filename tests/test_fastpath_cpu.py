@@ -11,7 +11,7 @@ import ffpa_attn
 from _cpu_helpers import fallback_warnings, ref_attention, rn, TOL
 from ffpa_attn import _fastpath, interface
 from test_decode_route_cpu import mock_decode  # noqa: F401  (the decode op's mock, a fixture)
-from test_kernel_path_cpu import mock_kernel  # noqa: F401  (the forward op's mock, a fixture)
+from _mock_kernel import mock_kernel  # noqa: F401  (the forward op's mock, a fixture)
 
 
 @pytest.fixture
