@@ -20,6 +20,7 @@
 #include "ffpa/constants.h"
 #include "ffpa/traits/fa2_traits.h"
 #include "ffpa/attn/mask.cuh"
+#include "ffpa/attn/tile_mask.cuh"
 #include "ffpa/tile/numeric.cuh"
 #include "ffpa/params.h"
 #include "ffpa/attn/softmax.cuh"
@@ -77,9 +78,7 @@ struct Fa2FwdCommon {
   };
 
   static __device__ __forceinline__ int next_tile(const Block& b, int j) {
-    if (b.codes != nullptr)
-      while (j < b.n_end && b.codes[j] == kBlockSkip) ++j;
-    return j;
+    return b.codes != nullptr ? skip_masked_tiles(b.codes, j, b.n_end) : j;
   }
 
   static __device__ __forceinline__ uint32_t slot_addr(const Block& b, int slot) {
@@ -167,9 +166,7 @@ struct Fa2FwdCommon {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int row = row0 + mt * 16 + g + r * 8;
-        int lim = p.len_kv - 1;
-        if (p.is_causal) lim = min(lim, row + p.causal_offset);
-        lim -= n0 + 2 * t4;
+        const int lim = last_visible_key(p, row) - (n0 + 2 * t4);
 #pragma unroll
         for (int n = 0; n < kNTilesS; ++n)
 #pragma unroll
@@ -333,13 +330,8 @@ struct Fa2FwdCommon {
     st.m0 = m_block * kBlockM;
     st.rows_q = min(kBlockM, p.len_q - st.m0);
     b.head_kv = head / (p.heads_q / p.heads_kv);
-    // Causal: the block's last valid row sees keys up to (row + causal_offset).
-    const int kv_end = p.is_causal ? max(0, min(p.len_kv, st.m0 + st.rows_q + p.causal_offset)) : p.len_kv;
-    b.n_end = (kv_end + kBlockN - 1) / kBlockN;
-    b.codes = p.block_map == nullptr
-                  ? nullptr
-                  : p.block_map + batch * p.block_map_batch_stride + head * p.block_map_head_stride +
-                        static_cast<int64_t>(m_block) * p.block_map_n_blocks;
+    b.n_end = block_kv_tiles<kBlockN>(p, st.m0, st.rows_q);  // the causal cut (attn/tile_mask.cuh)
+    b.codes = p.block_map == nullptr ? nullptr : block_map_row(p, batch, head, m_block);
     const uint32_t q_smem = ptx::smem_u32addr(smem);
     b.ring = q_smem + Traits::kQBytes;
 

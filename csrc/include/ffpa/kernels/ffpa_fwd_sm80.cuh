@@ -11,6 +11,7 @@
 #include "ffpa/tile/accum.cuh"
 #include "ffpa/traits/ffpa_traits.h"
 #include "ffpa/attn/mask.cuh"
+#include "ffpa/attn/tile_mask.cuh"
 #include "ffpa/attn/state.cuh"
 #include "ffpa/kernels/ffpa_fwd_l3.cuh"
 #include "ffpa/tile/numeric.cuh"
@@ -138,16 +139,11 @@ struct FfpaFwd {
 
   // This work's row of the mask block map.
   static __device__ __forceinline__ const uint8_t* block_codes(const FwdParams& p, const Work& w) {
-    return p.block_map + w.batch * p.block_map_batch_stride + w.head * p.block_map_head_stride +
-           static_cast<int64_t>(w.m_block) * p.block_map_n_blocks;
+    return block_map_row(p, w.batch, w.head, w.m_block);
   }
 
   static __device__ __forceinline__ int next_tile(const FwdParams& p, const Work& w, const Block& b, int j) {
-    if (p.block_map != nullptr) {
-      const uint8_t* codes = block_codes(p, w);
-      while (j < b.n_end && codes[j] == kBlockSkip) ++j;
-    }
-    return j;
+    return p.block_map != nullptr ? skip_masked_tiles(block_codes(p, w), j, b.n_end) : j;
   }
 
   static __device__ __forceinline__ uint32_t stage_addr(const Block& b, int slot) {
@@ -269,9 +265,7 @@ struct FfpaFwd {
           static_cast<int64_t>(b.m0) * p.q_row_stride;
     b.k = static_cast<const Element*>(p.k) + w.batch * p.k_batch_stride + head_kv * p.k_head_stride;
     b.v = static_cast<const Element*>(p.v) + w.batch * p.v_batch_stride + head_kv * p.v_head_stride + v_col0;
-    // Causal: the block's last valid row sees keys up to (row + causal_offset).
-    const int kv_end = p.is_causal ? max(0, min(p.len_kv, b.m0 + b.rows_q + p.causal_offset)) : p.len_kv;
-    b.n_end = (kv_end + kBlockN - 1) / kBlockN;
+    b.n_end = block_kv_tiles<kBlockN>(p, b.m0, b.rows_q);  // the causal cut (attn/tile_mask.cuh)
     b.nv = min(kChunksV, (Traits::kHeadDimV - v_col0) / kChunkD);
     b.first_tile = next_tile(p, w, b, 0);
     b.num_stages_dyn = p.num_stages;
@@ -360,7 +354,7 @@ struct FfpaFwd {
           for (int e = 0; e < 4; ++e) {
             const int col = col0 + n * 8 + (e % 2);
             const int row = row0 + (e / 2) * 8;
-            if (col >= p.len_kv || (p.is_causal && col > row + p.causal_offset)) s_acc[n][e] = -CUDART_INF_F;
+            mask_invisible_key(s_acc[n][e], p, row, col);
           }
         if (code == kBlockPartial) {
 #pragma unroll
