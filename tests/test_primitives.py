@@ -4,7 +4,10 @@
   tiles, and the wgmma descriptors the Hopper kernel builds against the PTX ISA's canonical layouts;
 * tests/primitives/state_device.cu, on a GPU: the attention state (attn/state.cuh: online update,
   normalisation, LSE, split-merge weight) against a double reference, with masked rows, empty parts
-  and every part empty.
+  and every part empty;
+* tests/primitives/hopper_device.cu, on a compute capability 9.0 GPU: TMA tile loads (tensor maps
+  from launch/tma_desc.h, strided and rank-4 tensors, zero fill past the ends, the 128-byte swizzle
+  against GmmaSw128Tile), mbarrier phases, stmatrix, named barriers, setmaxnreg.
 Skipped without nvcc, a failure instead where the extension is expected (whoever builds it has nvcc)."""
 from __future__ import annotations
 
@@ -57,3 +60,19 @@ def test_attention_state_on_device(tmp_path):
     last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
     assert run.returncode == 0 and last.endswith(" 0 failed"), run.stdout[-3000:] + run.stderr[-2000:]
     assert int(last.split()[0]) > 2000  # the checks ran
+
+
+def test_hopper_primitives_on_device(tmp_path):
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a compute capability 9.0 GPU (tests/primitives/hopper_device.cu: TMA, mbarrier, stmatrix)")
+    exe = tmp_path / "hopper_device"
+    build = subprocess.run([_nvcc(), "-std=c++17", "-O2", "-arch=sm_90a", "-I", str(ROOT / "csrc" / "include"),
+                            "-I", str(ROOT / "csrc"), str(ROOT / "tests" / "primitives" / "hopper_device.cu"),
+                            "-o", str(exe)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    assert run.returncode == 0 and last.endswith(" 0 failed"), run.stdout[-3000:] + run.stderr[-2000:]
+    assert int(last.split()[0]) > 10_000  # the checks ran

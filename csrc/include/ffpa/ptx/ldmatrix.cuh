@@ -1,5 +1,5 @@
-// ffpa::ptx ldmatrix wrappers (sm_75+): warp-cooperative loads of 8x8 b16 matrices from shared
-// memory straight into mma fragment registers.
+// ffpa::ptx ldmatrix / stmatrix wrappers: warp-cooperative loads (sm_75+) of 8x8 b16 matrices from
+// shared memory straight into mma fragment registers, and the stores back (sm_90).
 #pragma once
 #include <cstdint>
 
@@ -36,6 +36,26 @@ __device__ __forceinline__ void ldmatrix_m8n8_x2_trans(uint32_t (&r)[2], uint32_
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                : "=r"(r[0]), "=r"(r[1])
                : "r"(smem_addr));
+}
+
+// Store four 8x8 b16 matrices (sm_90): the inverse of ldmatrix_m8n8_x4. Register r[i] of lane l
+// holds row l/4, columns 2*(l%4)+{0,1} of matrix i (the m16n8 accumulator layout, packed to b16);
+// lanes 8i..8i+7 give the 8 row addresses of matrix i. An epilogue's O tile to shared memory.
+__device__ __forceinline__ void stmatrix_m8n8_x4(uint32_t smem_addr, const uint32_t (&r)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+#endif
+}
+
+// Same, transposed: lane l's r[i] holds column l/4, rows 2*(l%4)+{0,1} of matrix i.
+__device__ __forceinline__ void stmatrix_m8n8_x4_trans(uint32_t smem_addr, const uint32_t (&r)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+#endif
 }
 
 }  // namespace ffpa::ptx
