@@ -9,9 +9,15 @@
 //  * stmatrix x4 and x4.trans: every lane's b16 pair at the place the m8n8 fragment layout says;
 //  * named barriers: a producer warpgroup's writes seen by two consumer warpgroups after
 //    bar.arrive / bar.sync; setmaxnreg moving registers from a producer warpgroup to two consumers;
-//  * tma_ok / encode_tma refuse what TMA cannot take (misaligned base or stride, wide swizzled rows).
+//  * tma_ok / encode_tma refuse what TMA cannot take (misaligned base or stride, wide swizzled rows);
+//  * the stage ring (tile/stage_ring.cuh) at depths 1..4: a producer warpgroup (registers given back)
+//    streams 37 tiles by TMA to two consumer warpgroups (registers raised) that checksum every tile,
+//    so a stage read before it landed or after it was refilled shows up in the sums.
 // Prints one line per failed check and "N checks, M failed"; exits 1 on any failure.
+#include <cuda_bf16.h>
+
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "ffpa/ptx/cp_async.cuh"
@@ -20,6 +26,7 @@
 #include "ffpa/ptx/tma.cuh"
 #include "ffpa/ptx/warpgroup.cuh"
 #include "ffpa/tile/smem_tile.cuh"
+#include "ffpa/tile/stage_ring.cuh"
 #include "launch/tma_desc.h"
 
 namespace {
@@ -123,6 +130,93 @@ __global__ void __launch_bounds__(384, 1) setmaxnreg_kernel(int* out) {
   if (wg == 0) ffpa::ptx::setmaxnreg_dec<24>();
   else ffpa::ptx::setmaxnreg_inc<240>();
   out[threadIdx.x] = 10 * wg + 7;
+}
+
+// ---- the stage ring: 64 x 64 tiles of a (n_tiles * 64, 64) tensor, 8 consumer warps x 8 rows ----
+constexpr int kRingTile = 64 * 64 * 2;
+
+template <int kStages>
+__global__ void __launch_bounds__(384, 1) ring_kernel(const __grid_constant__ CUtensorMap map, int n_tiles, float* out) {
+  using Ring = ffpa::StageRing<kStages>;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const uint32_t tiles = ffpa::ptx::smem_u32addr(smem);
+  const Ring ring{tiles + kStages * kRingTile};
+  if (threadIdx.x == 0) ring.init(8);
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  typename Ring::State st;
+  if (wg == 0) {
+    ffpa::ptx::setmaxnreg_dec<40>();
+    if (threadIdx.x == 0)
+      for (int t = 0; t < n_tiles; ++t, st.advance()) {
+        ring.producer_acquire(st);
+        ring.producer_expect(st, kRingTile);
+        ffpa::ptx::tma_load_2d(tiles + st.stage * kRingTile, &map, ring.full(st.stage), 0, t * 64);
+      }
+    return;
+  }
+  ffpa::ptx::setmaxnreg_inc<232>();
+  const int warp = threadIdx.x / 32 - 4, lane = threadIdx.x % 32;  // consumer warps 0..7
+  for (int t = 0; t < n_tiles; ++t, st.advance()) {
+    ring.consumer_wait(st);
+    const __nv_bfloat16* tile = reinterpret_cast<const __nv_bfloat16*>(smem + st.stage * kRingTile);
+    float sum = 0.f;
+    for (int r = 8 * warp; r < 8 * warp + 8; ++r)
+      sum += __bfloat162float(tile[r * 64 + lane]) * (r + 1) + __bfloat162float(tile[r * 64 + 32 + lane]);
+    for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    __syncwarp();
+    if (lane == 0) {
+      out[t * 8 + warp] = sum;
+      ring.consumer_release(st);
+    }
+  }
+}
+
+float ring_value(int t, int r, int c) { return static_cast<float>((t * 7 + r * 3 + c) % 17 - 8); }
+
+template <int kStages>
+void test_stage_ring() {
+  const int n = 37;
+  std::vector<uint16_t> host(static_cast<size_t>(n) * 64 * 64);
+  for (int t = 0; t < n; ++t)
+    for (int r = 0; r < 64; ++r)
+      for (int c = 0; c < 64; ++c) {
+        const float v = ring_value(t, r, c);  // small integers: exact in bf16 and in the fp32 sums
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        host[(static_cast<size_t>(t) * 64 + r) * 64 + c] = static_cast<uint16_t>(bits >> 16);
+      }
+  uint16_t* dev = nullptr;
+  float* out = nullptr;
+  CUDA_OK(cudaMalloc(&dev, host.size() * 2));
+  CUDA_OK(cudaMalloc(&out, n * 8 * 4));
+  CUDA_OK(cudaMemcpy(dev, host.data(), host.size() * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(out, 0xff, n * 8 * 4));
+  ffpa::launch::TmaTensor t;
+  t.base = dev;
+  t.rank = 2;
+  t.dims[0] = 64;
+  t.dims[1] = static_cast<uint64_t>(n) * 64;
+  t.strides[1] = 128;
+  t.box[0] = 64;
+  t.box[1] = 64;
+  alignas(64) CUtensorMap map;
+  CUDA_OK(ffpa::launch::encode_tma(&map, t, ffpa::launch::TmaSwizzle::kNone));
+  const int smem = kStages * kRingTile + ffpa::StageRing<kStages>::kBarrierBytes;
+  CUDA_OK(cudaFuncSetAttribute(ring_kernel<kStages>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  ring_kernel<kStages><<<1, 384, smem>>>(map, n, out);
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<float> got(n * 8);
+  CUDA_OK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));
+  for (int tt = 0; tt < n; ++tt)
+    for (int w = 0; w < 8; ++w) {
+      float want = 0.f;
+      for (int r = 8 * w; r < 8 * w + 8; ++r)
+        for (int l = 0; l < 32; ++l) want += ring_value(tt, r, l) * (r + 1) + ring_value(tt, r, 32 + l);
+      check(got[tt * 8 + w] == want, "stage ring: a consumer warp's checksum of a tile", kStages, tt, w);
+    }
+  cudaFree(dev);
+  cudaFree(out);
 }
 
 uint16_t value_at(long row, long col) { return static_cast<uint16_t>((row * 977 + col * 13 + 5) & 0xffff); }
@@ -284,6 +378,10 @@ int main() {
   test_stmatrix();
   test_named_barriers();
   test_refusals();
+  test_stage_ring<1>();
+  test_stage_ring<2>();
+  test_stage_ring<3>();
+  test_stage_ring<4>();
   std::printf("%ld checks, %ld failed\n", g_checks, g_failed);
   return g_failed == 0 ? 0 : 1;
 }
