@@ -45,21 +45,26 @@ def test_tile_layouts_and_wgmma_descriptors(tmp_path):
     assert int(last.split()[0]) > 1_000_000  # the checks ran
 
 
+def _build_and_run(tmp_path, name: str, arch: str, min_checks: int) -> None:
+    """Compile tests/primitives/<name>.cu for `arch`, run it, and require "N checks, 0 failed"."""
+    exe = tmp_path / name
+    build = subprocess.run([_nvcc(), "-std=c++17", "-O2", f"-arch={arch}", "-I", str(ROOT / "csrc" / "include"),
+                            "-I", str(ROOT / "csrc"), str(ROOT / "tests" / "primitives" / f"{name}.cu"),
+                            "-o", str(exe)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    assert run.returncode == 0 and last.endswith(" 0 failed"), run.stdout[-3000:] + run.stderr[-2000:]
+    assert int(last.split()[0]) > min_checks  # the checks ran
+
+
 def test_attention_state_on_device(tmp_path):
     import torch
 
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device (tests/primitives/state_device.cu runs the state on it)")
-    exe = tmp_path / "state_device"
     major, minor = torch.cuda.get_device_capability()
-    build = subprocess.run([_nvcc(), "-std=c++17", "-O2", f"-arch=sm_{major}{minor}", "-I", str(ROOT / "csrc" / "include"),
-                            str(ROOT / "tests" / "primitives" / "state_device.cu"), "-o", str(exe)],
-                           capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-3000:]
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
-    assert run.returncode == 0 and last.endswith(" 0 failed"), run.stdout[-3000:] + run.stderr[-2000:]
-    assert int(last.split()[0]) > 2000  # the checks ran
+    _build_and_run(tmp_path, "state_device", f"sm_{major}{minor}", 2000)
 
 
 def test_hopper_primitives_on_device(tmp_path):
@@ -67,12 +72,4 @@ def test_hopper_primitives_on_device(tmp_path):
 
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs a compute capability 9.0 GPU (tests/primitives/hopper_device.cu: TMA, mbarrier, stmatrix)")
-    exe = tmp_path / "hopper_device"
-    build = subprocess.run([_nvcc(), "-std=c++17", "-O2", "-arch=sm_90a", "-I", str(ROOT / "csrc" / "include"),
-                            "-I", str(ROOT / "csrc"), str(ROOT / "tests" / "primitives" / "hopper_device.cu"),
-                            "-o", str(exe)], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-3000:]
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
-    assert run.returncode == 0 and last.endswith(" 0 failed"), run.stdout[-3000:] + run.stderr[-2000:]
-    assert int(last.split()[0]) > 10_000  # the checks ran
+    _build_and_run(tmp_path, "hopper_device", "sm_90a", 10_000)

@@ -89,13 +89,8 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
   // attn_mask (forward's short-query route): SDPA layout (B, Hq, Lq, S) over logical key positions.
   const MaskKind mask_kind =
       attn_mask.has_value() ? check_mask(*attn_mask, q, B, Hq, Lq, capacity, kOp) : MaskKind::kNone;
-  launch::RouteQuery rq = route_query(launch::Op::kDecode, q, kOp);
-  rq.head_dim = static_cast<int>(D);
-  rq.head_dim_v = static_cast<int>(Dv);
-  rq.len_q = static_cast<int>(Lq);
-  rq.len_kv = static_cast<int>(capacity);
-  rq.batch_heads = B * Hq;
-  const launch::RegistryEntry* kernel = launch::route(rq);
+  const launch::RegistryEntry* kernel =
+      launch::route(route_query(launch::Op::kDecode, q, kOp, D, Dv, Lq, capacity, B * Hq));
   TORCH_CHECK(kernel != nullptr && kernel->decode_run != nullptr, kOp, ": head dims (", num(D), ", ", num(Dv), ") for ",
               q.scalar_type(), " are not compiled into this build (see ffpa_attn.build_info()['head_dim_pairs']['decode'])");
 

@@ -49,14 +49,9 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
               "ffpa_fwd: sizes out of range: batch ", num(B), ", heads ", num(Hq), " (at most ", num(int64_t{kMaxGridYZ}), "), L ", num(L),
               ", S ", num(S));
   const MaskKind mask_kind = attn_mask.has_value() ? check_mask(*attn_mask, q, B, Hq, L, S) : MaskKind::kNone;
-  launch::RouteQuery rq = route_query(launch::Op::kFwd, q, "ffpa_fwd");
+  launch::RouteQuery rq = route_query(launch::Op::kFwd, q, "ffpa_fwd", D, Dv, L, S, B * Hq);
   rq.level = static_cast<int>(level);
   rq.acc = acc_mode;
-  rq.head_dim = static_cast<int>(D);
-  rq.head_dim_v = static_cast<int>(Dv);
-  rq.len_q = static_cast<int>(L);
-  rq.len_kv = static_cast<int>(S);
-  rq.batch_heads = B * Hq;
   const launch::RegistryEntry* kernel = launch::route(rq);
   TORCH_CHECK(kernel != nullptr, "ffpa_fwd: head dims (", num(D), ", ", num(Dv), ") for ", q.scalar_type(),
               level == 0 ? std::string(" (auto level)") : " at FFPA level " + num(level),

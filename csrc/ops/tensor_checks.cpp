@@ -19,10 +19,16 @@ launch::DType to_dtype(at::ScalarType t, const char* op) {
   return launch::DType::kBFloat16;
 }
 
-launch::RouteQuery route_query(launch::Op op, const at::Tensor& q, const char* op_name) {
+launch::RouteQuery route_query(launch::Op op, const at::Tensor& q, const char* op_name, int64_t head_dim,
+                               int64_t head_dim_v, int64_t len_q, int64_t len_kv, int64_t batch_heads) {
   launch::RouteQuery rq;
   rq.op = op;
   rq.dtype = to_dtype(q.scalar_type(), op_name);
+  rq.head_dim = static_cast<int>(head_dim);
+  rq.head_dim_v = static_cast<int>(head_dim_v);
+  rq.len_q = static_cast<int>(len_q);
+  rq.len_kv = static_cast<int>(len_kv);
+  rq.batch_heads = batch_heads;
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(q.get_device());
   rq.device_cc = prop->major * 10 + prop->minor;
   rq.mma = launch::fa2_mma();

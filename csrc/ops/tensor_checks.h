@@ -20,9 +20,11 @@ std::string shape(at::IntArrayRef sizes);
 
 // The kernels' element type of a tensor dtype; a clear error for any dtype no kernel takes.
 launch::DType to_dtype(at::ScalarType t, const char* op = "ffpa_fwd");
-// What the chooser (launch/route.cpp) needs of every call on `q`: the op, q's dtype (checked), the
-// compute capability of q's device and the process-wide FA-2 MMA preference.
-launch::RouteQuery route_query(launch::Op op, const at::Tensor& q, const char* op_name);
+// What the chooser (launch/route.cpp) needs of a call on `q`: the op, q's dtype (checked), the head
+// dims and lengths, batch x query heads, the compute capability of q's device and the process-wide
+// FA-2 MMA preference (level and accumulation: auto / fp32 unless the caller sets them).
+launch::RouteQuery route_query(launch::Op op, const at::Tensor& q, const char* op_name, int64_t head_dim,
+                               int64_t head_dim_v, int64_t len_q, int64_t len_kv, int64_t batch_heads);
 
 // q / k / v: a CUDA fp16/bf16 tensor on q's device, of q's dtype, expect_dim-D, last dim
 // contiguous, other strides and the data pointer fit for 16-byte loads. `op` and `layout` name

@@ -13,22 +13,8 @@ if [ -n "${PROBE_TESTS:-}" ]; then
 fi
 python3 bench/bench_decode.py --shapes ${PROBE_SHAPES:-8x32768x32x8x128 1x131072x32x8x128 16x16384x16x1x576x512} --warmup 5 --iters 30 --no-latency --out-dir "$OUT/dec" 2>&1 | grep -v "Warning\|return F\."
 if [ -n "${PROBE_NCU:-}" ]; then
-  cat > /tmp/ncu_one.py <<'PY'
-import sys, torch, ffpa_attn
-B, S, Hq, Hkv, D, Dv, paged = [int(x) for x in sys.argv[1:8]]
-k = torch.randn(B, S, Hkv, D, device="cuda", dtype=torch.bfloat16)
-v = k[..., :Dv] if D != Dv else torch.randn(B, S, Hkv, Dv, device="cuda", dtype=torch.bfloat16)
-q = torch.randn(B, 1, Hq, D, device="cuda", dtype=torch.bfloat16)
-table = None
-if paged:
-    k = k.view(B * S // 64, 64, Hkv, D); v = k[..., :Dv] if D != Dv else v.reshape(B * S // 64, 64, Hkv, Dv)
-    table = torch.randperm(B * S // 64, device="cuda").view(B, -1).int()
-for _ in range(3):
-    ffpa_attn.decode(q, k, v, block_table=table)
-torch.cuda.synchronize()
-PY
   for shape in $PROBE_NCU; do
-    ncu --kernel-name regex:decode_split --launch-skip 2 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats python3 /tmp/ncu_one.py ${shape//,/ } > "$OUT/ncu_${shape//,/_}.txt" 2>&1
+    ncu --kernel-name regex:decode_split --launch-skip 2 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats python3 scripts/dev/decode_one.py ${shape//,/ } > "$OUT/ncu_${shape//,/_}.txt" 2>&1
     grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued|Block Limit|Waves Per SM|Grid Size" "$OUT/ncu_${shape//,/_}.txt" | head -30
   done
 fi
