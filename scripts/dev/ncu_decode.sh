@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Development probe: ncu of one decode_split kernel (already installed build), full set plus the
 # per-instruction source page (SASS with stall samples) as CSV. Args: B S Hq Hkv D Dv paged.
-# Env: NCU_TAG names the outputs; FFPA_DEV_MLA_VARIANT passes through. Writes to $OUT.
+# Env: NCU_TAG names the outputs. Writes to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}
