@@ -7,7 +7,9 @@
   and every part empty;
 * tests/primitives/hopper_device.cu, on a compute capability 9.0 GPU: TMA tile loads (tensor maps
   from launch/tma_desc.h, strided and rank-4 tensors, zero fill past the ends, the 128-byte swizzle
-  against GmmaSw128Tile), mbarrier phases, stmatrix, named barriers, setmaxnreg.
+  against GmmaSw128Tile), mbarrier phases, stmatrix, named barriers, setmaxnreg, the stage ring;
+* tests/primitives/hopper_attention.cu, on the same GPU: those pieces as attention (a TMA producer
+  warpgroup, two wgmma consumer warpgroups, the online softmax) against a double reference.
 Skipped without nvcc, a failure instead where the extension is expected (whoever builds it has nvcc)."""
 from __future__ import annotations
 
@@ -73,3 +75,11 @@ def test_hopper_primitives_on_device(tmp_path):
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs a compute capability 9.0 GPU (tests/primitives/hopper_device.cu: TMA, mbarrier, stmatrix)")
     _build_and_run(tmp_path, "hopper_device", "sm_90a", 10_000)
+
+
+def test_hopper_pipeline_attention_on_device(tmp_path):
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a compute capability 9.0 GPU (tests/primitives/hopper_attention.cu)")
+    _build_and_run(tmp_path, "hopper_attention", "sm_90a", 16_000)
