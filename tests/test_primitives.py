@@ -83,3 +83,13 @@ def test_hopper_pipeline_attention_on_device(tmp_path):
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs a compute capability 9.0 GPU (tests/primitives/hopper_attention.cu)")
     _build_and_run(tmp_path, "hopper_attention", "sm_90a", 16_000)
+
+
+@pytest.mark.parametrize("name", ["hopper_device", "hopper_attention"])
+def test_hopper_programs_compile_for_sm90a(tmp_path, name):
+    """The Hopper primitive programs build for sm_90a without a GPU (CI: a build break in ptx/tma.cuh,
+    mbarrier.cuh, warpgroup.cuh, tile/stage_ring.cuh or launch/tma_desc.h shows here first)."""
+    build = subprocess.run([_nvcc(), "-std=c++17", "-O1", "-arch=sm_90a", "-I", str(ROOT / "csrc" / "include"),
+                            "-I", str(ROOT / "csrc"), "-c", str(ROOT / "tests" / "primitives" / f"{name}.cu"),
+                            "-o", str(tmp_path / f"{name}.o")], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
