@@ -25,24 +25,14 @@
 #include "ffpa/tile/smem_tile.cuh"
 #include "ffpa/tile/stage_ring.cuh"
 #include "launch/tma_desc.h"
+#include "device_harness.h"
 
 namespace {
 
-long g_checks = 0, g_failed = 0;
-
 void check(bool ok, const char* what, long a = -1, long b = -1, double got = 0, double want = 0) {
-  ++g_checks;
-  if (!ok && ++g_failed <= 40) std::printf("FAIL %s (%ld %ld): got %.6f want %.6f\n", what, a, b, got, want);
+  if (harness::record(ok)) std::printf("FAIL %s (%ld %ld): got %.6f want %.6f\n", what, a, b, got, want);
 }
 
-#define CUDA_OK(x)                                                                  \
-  do {                                                                              \
-    const cudaError_t e_ = (x);                                                     \
-    if (e_ != cudaSuccess) {                                                        \
-      std::printf("FAIL %s: %s\n0 checks, 1 failed\n", #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                 \
-    }                                                                               \
-  } while (0)
 
 constexpr int kRowsQ = 128, kD = 64, kBlockN = 64;
 using QTile = ffpa::GmmaSw128Tile<kRowsQ, kD>;
@@ -242,17 +232,9 @@ void test_attention(std::mt19937& rng) {
 }  // namespace
 
 int main() {
-  int dev = 0, major = 0, minor = 0;
-  CUDA_OK(cudaGetDevice(&dev));
-  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  CUDA_OK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  if (major != 9 || minor != 0) {
-    std::printf("needs compute capability 9.0, got %d.%d\n0 checks, 1 failed\n", major, minor);
-    return 1;
-  }
+  harness::require_compute_capability(9, 0);
   std::mt19937 rng(7);
   test_attention<2>(rng);
   test_attention<3>(rng);
-  std::printf("%ld checks, %ld failed\n", g_checks, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return harness::report();
 }

@@ -28,24 +28,14 @@
 #include "ffpa/tile/smem_tile.cuh"
 #include "ffpa/tile/stage_ring.cuh"
 #include "launch/tma_desc.h"
+#include "device_harness.h"
 
 namespace {
 
-long g_checks = 0, g_failed = 0;
-
 void check(bool ok, const char* what, long a = -1, long b = -1, long c = -1) {
-  ++g_checks;
-  if (!ok && ++g_failed <= 40) std::printf("FAIL %s (%ld %ld %ld)\n", what, a, b, c);
+  if (harness::record(ok)) std::printf("FAIL %s (%ld %ld %ld)\n", what, a, b, c);
 }
 
-#define CUDA_OK(x)                                                                      \
-  do {                                                                                  \
-    const cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                            \
-      std::printf("FAIL %s: %s\n0 checks, 1 failed\n", #x, cudaGetErrorString(e_));     \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
 
 // ---- TMA: two loads through one barrier (phases 0 and 1); the raw shared bytes go to `out` ----
 constexpr int kBoxCols = 64, kBoxRows = 32;
@@ -364,14 +354,7 @@ void test_refusals() {
 }  // namespace
 
 int main() {
-  int dev = 0, major = 0, minor = 0;
-  CUDA_OK(cudaGetDevice(&dev));
-  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  CUDA_OK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  if (major != 9 || minor != 0) {
-    std::printf("needs compute capability 9.0, got %d.%d\n0 checks, 1 failed\n", major, minor);
-    return 1;
-  }
+  harness::require_compute_capability(9, 0);
   test_tma_2d(ffpa::launch::TmaSwizzle::kNone, "tma 2-D, no swizzle");
   test_tma_2d(ffpa::launch::TmaSwizzle::k128B, "tma 2-D, 128-byte swizzle = GmmaSw128Tile");
   test_tma_rank4();
@@ -382,6 +365,5 @@ int main() {
   test_stage_ring<2>();
   test_stage_ring<3>();
   test_stage_ring<4>();
-  std::printf("%ld checks, %ld failed\n", g_checks, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return harness::report();
 }
