@@ -1,5 +1,8 @@
 // Definition of the FA-2 forward launchers, one per kernel (kMma: mma.sync, or the sm_90a wgmma
 // kernel): tile from its table, pipeline depth, shared-memory opt-in, the block map's tile size.
+// The wgmma launcher runs the warp-specialised TMA kernel (fa2_fwd_sm90_ws.cuh) for head dims up
+// to 256 when num_stages is auto and TMA can describe q, k and v; otherwise (a stride or base TMA
+// cannot take, an explicit num_stages, D > 256) the cp.async wgmma kernel, on the same tile.
 // Which one a call runs is the chooser's (launch/route.cpp; registry data from ffpa_attn/_spec.py).
 // Included only by the generated instantiation files.
 #pragma once
@@ -9,12 +12,103 @@
 #include "ffpa/kernels/fa2_fwd_sm80.cuh"
 #if FFPA_HAS_SM90A
 #include "ffpa/kernels/fa2_fwd_sm90.cuh"
+#include "ffpa/kernels/fa2_fwd_sm90_ws.cuh"
+#include "launch/tma_desc.h"
 #endif
 #include "launch/fwd_launcher.h"
 #include "launch/grid.cuh"
 #include "launch/heuristics.h"
 
 namespace ffpa::launch {
+
+// The warp-specialised TMA kernel's side of the wgmma launcher (kOn: head dims up to 256 of an
+// sm_90a build); off, it is never wanted.
+template <typename Element, typename Traits, bool kOn>
+struct Fa2WsLaunch {
+  static bool wanted(int) { return false; }
+  static cudaError_t info(KernelInfo, bool, KernelInfo*) { return cudaErrorNotSupported; }
+  static cudaError_t run(const FwdParams&, cudaStream_t) { return cudaErrorNotSupported; }
+};
+
+#if FFPA_HAS_SM90A
+template <typename Element, typename Traits>
+struct Fa2WsLaunch<Element, Traits, true> {
+  using Plan = attn::Fa2WsPlan<Traits>;
+  static constexpr bool kPingPong = true;
+  static inline bool opted_in[64] = {};
+  static attn::Fa2KernelWs kernel() { return attn::fa2_fwd_ws_kernel<Traits, kPingPong>; }
+
+  // Auto depth only: an explicit num_stages pins the cp.async kernel's ring.
+  static bool wanted(int num_stages) { return num_stages == 0; }
+
+  // k: the cp.async kernel's description of the same tile.
+  static cudaError_t info(KernelInfo k, bool query_attributes, KernelInfo* out) {
+    k.threads = Plan::kThreads;
+    k.num_stages = Plan::kStages;
+    k.smem_bytes = Plan::kSmemBytes;
+    if (query_attributes) {
+      const cudaError_t err = query_kernel_attributes(kernel(), &k);
+      if (err != cudaSuccess) return err;
+    }
+    *out = k;
+    return cudaSuccess;
+  }
+
+  // The rank-4 map (head dim, position, head, batch) of one attention tensor; strides of size-1
+  // dims are irrelevant to the loads and are set to a value TMA takes.
+  static cudaError_t encode(CUtensorMap* map, const void* base, int cols, int rows, int heads, int batch,
+                            int64_t row_stride, int64_t head_stride, int64_t batch_stride, int box_rows) {
+    TmaTensor t;
+    t.base = base;
+    t.elem = std::is_same_v<Element, __half> ? TmaElem::kFloat16 : TmaElem::kBFloat16;
+    t.rank = 4;
+    const uint64_t dims[4] = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(heads),
+                              static_cast<uint64_t>(batch)};
+    const int64_t strides[4] = {1, row_stride, head_stride, batch_stride};
+    for (int i = 0; i < 4; ++i) {
+      t.dims[i] = dims[i];
+      if (i == 0) continue;
+      const uint64_t packed = i == 1 ? static_cast<uint64_t>(cols) * 2 : t.strides[i - 1] * dims[i - 1];
+      t.strides[i] = dims[i] == 1 || strides[i] <= 0 ? packed : static_cast<uint64_t>(strides[i]) * 2;
+    }
+    t.box[0] = 64;
+    t.box[1] = static_cast<uint32_t>(box_rows);
+    t.box[2] = 1;
+    t.box[3] = 1;
+    return encode_tma(map, t, TmaSwizzle::k128B);
+  }
+
+  static cudaError_t encode_maps(const FwdParams& p, attn::Fa2TmaMaps* m) {
+    cudaError_t err = encode(&m->q, p.q, Traits::kHeadDim, p.len_q, p.heads_q, p.batch, p.q_row_stride, p.q_head_stride,
+                             p.q_batch_stride, Traits::kBlockM);
+    if (err == cudaSuccess)
+      err = encode(&m->k, p.k, Traits::kHeadDim, p.len_kv, p.heads_kv, p.batch, p.k_row_stride, p.k_head_stride,
+                   p.k_batch_stride, Traits::kBlockN);
+    if (err == cudaSuccess)
+      err = encode(&m->v, p.v, Traits::kHeadDimV, p.len_kv, p.heads_kv, p.batch, p.v_row_stride, p.v_head_stride,
+                   p.v_batch_stride, Traits::kBlockN);
+    return err;
+  }
+
+  // cudaErrorNotSupported: TMA cannot take these tensors (the caller runs the cp.async kernel).
+  static cudaError_t run(const FwdParams& p, cudaStream_t stream) {
+    alignas(64) attn::Fa2TmaMaps maps;
+    if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
+    const int smem = Plan::kSmemBytes;
+    if (smem > max_smem_optin()) return cudaErrorNotSupported;
+    const auto fn = kernel();
+    const cudaError_t err = opt_in_smem(fn, smem, opted_in);
+    if (err != cudaSuccess) return err;
+    const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
+    return for_batch_slices<Element>(p, [&](const FwdParams& s, int b0) {
+      maps.batch0 = b0;
+      const dim3 grid(static_cast<unsigned>(m_blocks), s.heads_q, s.batch);
+      fn<<<grid, Plan::kThreads, smem, stream>>>(s, maps);
+      return cudaGetLastError();
+    });
+  }
+};
+#endif
 
 template <typename Element, int kHeadDim, int kHeadDimV, Fa2Mma kMma>
 struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
@@ -53,6 +147,9 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
   using V = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, std::conditional_t<kWgmma, Fa2WgmmaTileFor<kD>, Fa2TileFor<kD>>>>;
   static_assert(V::Traits::kWgmma == kWgmma, "the tile table row and the launcher disagree on the MMA");
 
+  // The warp-specialised kernel for this tile (head dims up to 256 on the wgmma launcher).
+  using Ws = Fa2WsLaunch<Element, typename V::Traits, kWgmma && kHeadDim <= 256 && kHeadDimV <= 256>;
+
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out) {
     using Traits = typename V::Traits;
     KernelInfo k;
@@ -71,6 +168,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     k.threads = Traits::kThreads;
     k.num_stages = V::pick_stages(num_stages);
     k.smem_bytes = Traits::smem_bytes(k.num_stages);
+    if (Ws::wanted(num_stages)) return Ws::info(k, query_attributes, out);
     if (query_attributes) {
       const cudaError_t err = query_kernel_attributes(V::kernel(k.num_stages), &k);
       if (err != cudaSuccess) return err;
@@ -83,6 +181,10 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     using Traits = typename V::Traits;
     if (p.block_map != nullptr && (p.block_map_m != Traits::kBlockM || p.block_map_n != Traits::kBlockN))
       return cudaErrorInvalidValue;
+    if (Ws::wanted(p.num_stages)) {
+      const cudaError_t err = Ws::run(p, stream);
+      if (err != cudaErrorNotSupported) return err;
+    }
     p.num_stages = V::pick_stages(p.num_stages);
     const int smem = Traits::smem_bytes(p.num_stages);
     if (smem > max_smem_optin()) return cudaErrorInvalidConfiguration;

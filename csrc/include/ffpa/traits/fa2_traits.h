@@ -66,15 +66,17 @@ constexpr Fa2TileSpec fa2_tile_sm80(int head_dim) {
   return t.with_warps(8).with_m_tiles(1).with_block_n(32).with_prefetch(false).with_early_v().with_stages(2);
 }
 
-// The Hopper table, keyed by head dim (D = max(E, Ev)). Without overlap of the softmax and the
-// tensor cores inside a warpgroup, residency decides: two blocks per SM (registers capped at 128
-// for 256 threads) win up to D = 128 even where ptxas spills a few bytes outside the MMA loop; 192
-// runs three warpgroups per block; past 256, P@V is two wgmmas (256 columns + the rest) and 384
-// narrows the key tile to 32. Each row's measurements: docs/tuning_fa2.md (runs 13-16).
+// The Hopper table, keyed by head dim (D = max(E, Ev)). Up to 256 the tile is the warp-specialised
+// kernel's (fa2_fwd_sm90_ws.cuh: two consumer warpgroups of 64 rows, softmax overlapped with the
+// previous tile's P V, registers rebalanced to 240 per consumer thread), which the cp.async wgmma
+// kernel shares as its fallback so one mask block map serves both: key tiles of 128 up to D = 128
+// (S 64 + O <= 64 + two P buffers of 32 registers), 96 up to 192 and 64 up to 256 (O 128). Past
+// 256 only the cp.async kernel runs: P V is two wgmmas (256 columns + the rest) and 384 narrows
+// the key tile to 32. Measurements: docs/tuning_fa2.md (runs 13-16: the cp.async kernel's own
+// table before the warp-specialised kernel), docs/hopper_profile.md.
 constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
-  if (head_dim <= 64) return fa2_wgmma_tile(1, 128).with_min_blocks(2);
-  if (head_dim <= 128) return fa2_wgmma_tile(2, 64).with_min_blocks(2);
-  if (head_dim <= 192) return fa2_wgmma_tile(3, 64);
+  if (head_dim <= 128) return fa2_wgmma_tile(2, 128);
+  if (head_dim <= 192) return fa2_wgmma_tile(2, 96);
   if (head_dim <= 320) return fa2_wgmma_tile(2, 64);
   return fa2_wgmma_tile(2, 32);
 }
