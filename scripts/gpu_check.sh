@@ -53,11 +53,13 @@ fi
 
 if [[ " $STEPS " == *" sanitizer "* ]]; then
   : > "$OUT/sanitizer.log"
-  for tool in memcheck racecheck; do
-    if compute-sanitizer --tool $tool --error-exitcode 9 $PY ../scripts/sanitize_one.py >> "$OUT/sanitizer.log" 2>&1; then
-      say "sanitizer $tool: clean at $(elapsed) s ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") zero-error summaries so far)"
+  # synccheck (barrier misuse: the warp-specialised kernel's named barriers) on the FA-2 part only.
+  for run in "memcheck" "racecheck" "synccheck fa2"; do
+    read -r tool parts <<< "$run"
+    if compute-sanitizer --tool $tool --error-exitcode 9 $PY ../scripts/sanitize_one.py $parts >> "$OUT/sanitizer.log" 2>&1; then
+      say "sanitizer $run: clean at $(elapsed) s ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") zero-error summaries so far)"
     else
-      say "sanitizer $tool: ERRORS (see sanitizer.log)"; status=1
+      say "sanitizer $run: ERRORS (see sanitizer.log)"; status=1
     fi
   done
 fi

@@ -3,8 +3,12 @@ L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-spa
 masked row and a broadcast padding mask), every pipeline depth that fits the device for each FFPA
 level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take further items
 from the work counter), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
-mma.sync) where the GPU runs both, and the split-KV decode family (contiguous and paged, lengths
-0 and odd, causal, one split and several)."""
+mma.sync; on Hopper the warp-specialised TMA kernel and its cp.async fallback) where the GPU
+runs both, and the split-KV decode family (contiguous and paged, lengths 0 and odd, causal, one
+split and several). `python3 sanitize_one.py fa2,decode` runs only those families' part (of ffpa,
+fa2, decode)."""
+import sys
+
 import torch
 
 import ffpa_attn
@@ -13,6 +17,7 @@ import ffpa_attn._C as C
 info = ffpa_attn.build_info()
 dt = torch.bfloat16 if "bfloat16" in info["dtypes"] else torch.float16
 L, S = 77, 131
+PARTS = set(sys.argv[1].split(",")) if len(sys.argv) > 1 else {"ffpa", "fa2", "decode"}
 
 
 def qkv(d, seed):
@@ -40,7 +45,7 @@ def run(q, k, v, **kw):
     assert torch.isfinite(out).all()
 
 
-for level in (1, 2, 3):
+for level in (1, 2, 3) if "ffpa" in PARTS else ():
     dims = info["head_dims"].get(f"ffpa_l{level}", [])
     dims = [d for d in dims if d <= 1024]
     for d in sorted({dims[0], dims[-1]} if dims else set()):
@@ -60,7 +65,7 @@ for level in (1, 2, 3):
             run(*h, level=level, acc="mixed")
 
 l3 = [d for d in info["head_dims"].get("ffpa_l3", []) if d <= 1024]
-if l3:  # 2 x 48 heads x 2 query blocks = 192 items > the resident blocks of a 132-SM H100
+if l3 and "ffpa" in PARTS:  # 2 x 48 heads x 2 query blocks = 192 items > the resident blocks of a 132-SM H100
     g = torch.Generator(device="cuda").manual_seed(3)
     q = torch.randn(2, 48, L, l3[0], device="cuda", dtype=dt, generator=g)
     k = torch.randn(2, 24, S, l3[0], device="cuda", dtype=dt, generator=g)
@@ -69,10 +74,13 @@ if l3:  # 2 x 48 heads x 2 query blocks = 192 items > the resident blocks of a 1
         run(q, k, v, is_causal=causal, level=3)
 
 fa2 = info["head_dims"].get("fa2", [])
-# Both FA-2 kernels where the GPU has two (auto = wgmma on compute capability 9.0, and mma.sync).
-for mode in ("auto", "sync"):
+# Both FA-2 kernels where the GPU has two (auto = wgmma on compute capability 9.0: the
+# warp-specialised TMA kernel up to D = 256, and mma.sync), one head dim per tile-table row; on
+# the wgmma path also the cp.async kernel the launcher falls back to (an explicit num_stages, and
+# K/V broadcast over the batch: stride 0, which TMA cannot describe).
+for mode in ("auto", "sync") if "fa2" in PARTS else ():
     ffpa_attn.set_fa2_mma(mode)
-    for d in [d for d in (64, 128, 256, 384) if d in fa2]:  # 384: P@V split in two wgmmas
+    for d in [d for d in (32, 64, 128, 192, 256, 384) if d in fa2]:  # 384: P@V split in two wgmmas
         q, k, v = qkv(d, d)
         for causal in (False, True):
             run(q, k, v, is_causal=causal)
@@ -81,12 +89,16 @@ for mode in ("auto", "sync"):
         run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right")
         for mask in masks():
             run(q, k, v, attn_mask=mask)
+        if mode == "auto" and d <= 256:
+            run(q, k, v, is_causal=True, num_stages=2)
+            q2 = torch.cat([q, q])
+            run(q2, k.expand(2, -1, -1, -1), v.expand(2, -1, -1, -1), is_causal=True)
 ffpa_attn.set_fa2_mma("auto")
 
 # Split-KV decode: the smallest and largest compiled pairs and MLA; contiguous and paged (page 16)
 # caches, lengths 0 / 1 / odd / full, GQA 4, Lq 3 causal and not, one split and three (the merge).
 dec = sorted(tuple(p) for p in info["head_dim_pairs"].get("decode", []))
-for d, dv in sorted({dec[0], dec[-1]} | ({(576, 512)} & set(dec))) if dec else ():
+for d, dv in sorted({dec[0], dec[-1]} | ({(576, 512)} & set(dec))) if dec and "decode" in PARTS else ():
     g = torch.Generator(device="cuda").manual_seed(d)
     q = torch.randn(4, 3, 8, d, device="cuda", dtype=dt, generator=g)
     kc = torch.randn(4, 160, 2, d, device="cuda", dtype=dt, generator=g)

@@ -187,6 +187,41 @@ def test_fa2_bnhd_views_without_copy(dtype, case):
     assert out.transpose(1, 2).is_contiguous()  # output follows the query layout
 
 
+def kernels_launched(fn):
+    """Names of the CUDA kernels fn() launches (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+
+
+@pytest.mark.skipif(not WGMMA_HERE, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
+@pytest.mark.parametrize("D", [64, 128, 256])
+def test_fa2_hopper_tma_kernel_and_its_fallback(D):
+    """On Hopper, D <= 256 runs the warp-specialised TMA kernel for BHLD and BLHD tensors; an explicit
+    num_stages, or K/V broadcast over the batch (stride 0: no TMA map), runs the cp.async wgmma
+    kernel instead. Each path is checked against the reference, and which kernel ran is read
+    from the profiler, so a path that silently took the other kernel fails."""
+    dtype = _first_dtype(D)
+    B, Hq, Hkv, L, S = 2, 4, 2, 333, 517
+    cases = {
+        "bhld": (rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=21), {}, "fa2_fwd_ws_kernel"),
+        "blhd": (rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=22, layout="blhd"), {}, "fa2_fwd_ws_kernel"),
+        "num_stages=2": (rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=23), {"num_stages": 2}, "fa2_fwd_wgmma_kernel"),
+    }
+    q, k, v = rand_qkv(1, Hq, Hkv, L, S, D, dtype, seed=24)
+    cases["kv broadcast over batch"] = ((torch.cat([q, q.flip(2)]), k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1)),
+                                        {}, "fa2_fwd_wgmma_kernel")
+    for name, ((q, k, v), kw, kernel) in cases.items():
+        for causal in ("none", "bottom_right"):
+            got = {}
+            names = kernels_launched(lambda: got.update(zip(("out", "lse"), run_fa2(q, k, v, causal, **kw))))
+            assert any(kernel in n for n in names), (name, causal, names)
+            check(got["out"], got["lse"], q, k, v, causal, what=f"D={D} {name} {causal}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
 def test_fa2_is_the_default_and_scale_3d(dtype):
     """forward(q, k, v) at D=128 runs our FA-2 kernel with no argument telling it to."""
@@ -276,7 +311,7 @@ FA2_LOCAL_BYTES_BUDGET = {128: 32, 384: 40}
 # wgmma: 96 and 128 run two blocks of 256 threads per SM (128 registers each), 160 and 192 three
 # warpgroups (168), 320 and 384 split P@V in two at 255; each spills these bytes and still beats
 # every spill-free tile measured (docs/tuning_fa2.md runs 13, 15, 16).
-FA2_WGMMA_LOCAL_BYTES_BUDGET = {96: 16, 128: 32, 160: 16, 192: 24, 320: 104, 384: 120}
+FA2_WGMMA_LOCAL_BYTES_BUDGET = {320: 104, 384: 120}  # D <= 256: the TMA kernel, no local memory
 
 
 def test_fa2_kernel_info_and_no_register_spills():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "csrc" / "include" / "ffpa" / "ptx" / "wgmma_gen.cuh"
-NS = [16, 32, 48, 64, 96, 128, 160, 192, 224, 256]
+NS = [16, 32, 48, 64, 80, 96, 128, 160, 176, 192, 224, 256]
 TYPES = {"__nv_bfloat16": "bf16", "__half": "f16"}
 
 

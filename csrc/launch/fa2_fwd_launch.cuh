@@ -34,6 +34,8 @@ struct Fa2WsLaunch {
 template <typename Element, typename Traits>
 struct Fa2WsLaunch<Element, Traits, true> {
   using Plan = attn::Fa2WsPlan<Traits>;
+  // Ping-pong turns between the consumer warpgroups: +0.5..1.5% at D = 64..256 (H200, one run;
+  // docs/hopper_profile.md).
   static constexpr bool kPingPong = true;
   static inline bool opted_in[64] = {};
   static attn::Fa2KernelWs kernel() { return attn::fa2_fwd_ws_kernel<Traits, kPingPong>; }
@@ -55,7 +57,8 @@ struct Fa2WsLaunch<Element, Traits, true> {
   }
 
   // The rank-4 map (head dim, position, head, batch) of one attention tensor; strides of size-1
-  // dims are irrelevant to the loads and are set to a value TMA takes.
+  // dims are irrelevant to the loads and are set to a value TMA takes. A broadcast dim (stride 0,
+  // size > 1) is not a TMA tensor: cudaErrorNotSupported, and the cp.async kernel runs.
   static cudaError_t encode(CUtensorMap* map, const void* base, int cols, int rows, int heads, int batch,
                             int64_t row_stride, int64_t head_stride, int64_t batch_stride, int box_rows) {
     TmaTensor t;
@@ -69,7 +72,8 @@ struct Fa2WsLaunch<Element, Traits, true> {
       t.dims[i] = dims[i];
       if (i == 0) continue;
       const uint64_t packed = i == 1 ? static_cast<uint64_t>(cols) * 2 : t.strides[i - 1] * dims[i - 1];
-      t.strides[i] = dims[i] == 1 || strides[i] <= 0 ? packed : static_cast<uint64_t>(strides[i]) * 2;
+      if (dims[i] > 1 && strides[i] <= 0) return cudaErrorNotSupported;
+      t.strides[i] = dims[i] == 1 ? packed : static_cast<uint64_t>(strides[i]) * 2;
     }
     t.box[0] = 64;
     t.box[1] = static_cast<uint32_t>(box_rows);

@@ -68,15 +68,17 @@ constexpr Fa2TileSpec fa2_tile_sm80(int head_dim) {
 
 // The Hopper table, keyed by head dim (D = max(E, Ev)). Up to 256 the tile is the warp-specialised
 // kernel's (fa2_fwd_sm90_ws.cuh: two consumer warpgroups of 64 rows, softmax overlapped with the
-// previous tile's P V, registers rebalanced to 240 per consumer thread), which the cp.async wgmma
-// kernel shares as its fallback so one mask block map serves both: key tiles of 128 up to D = 128
-// (S 64 + O <= 64 + two P buffers of 32 registers), 96 up to 192 and 64 up to 256 (O 128). Past
-// 256 only the cp.async kernel runs: P V is two wgmmas (256 columns + the rest) and 384 narrows
-// the key tile to 32. Measurements: docs/tuning_fa2.md (runs 13-16: the cp.async kernel's own
-// table before the warp-specialised kernel), docs/hopper_profile.md.
+// previous tile's P V, 240 registers per consumer thread), which the cp.async wgmma kernel shares
+// as its fallback so one mask block map serves both. Key tiles: the widest whose S, O and P
+// registers fit 240 and whose two K/V stages fit shared memory beside Q -- 192 up to D = 64, 176
+// up to 128, 96 up to 192, 80 up to 256 (each 4-13% faster than 128 / 128 / 96 / 64 on an H200:
+// docs/hopper_profile.md). Past 256 only the cp.async kernel runs: P V is two wgmmas (256
+// columns + the rest) and 384 narrows the key tile to 32 (docs/tuning_fa2.md, runs 13-16).
 constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
-  if (head_dim <= 128) return fa2_wgmma_tile(2, 128);
+  if (head_dim <= 64) return fa2_wgmma_tile(2, 192);
+  if (head_dim <= 128) return fa2_wgmma_tile(2, 176);
   if (head_dim <= 192) return fa2_wgmma_tile(2, 96);
+  if (head_dim <= 256) return fa2_wgmma_tile(2, 80);
   if (head_dim <= 320) return fa2_wgmma_tile(2, 64);
   return fa2_wgmma_tile(2, 32);
 }

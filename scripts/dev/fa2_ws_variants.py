@@ -1,0 +1,47 @@
+"""Dev A/B of the warp-specialised FA-2 kernel's variants (FFPA_DEV_WS=0..4, read by the launcher
+while the A/B code is in) beside SDPA cuDNN: bench's interleaved timer, L2 flushed, medians, TFLOPS
+as the bench counts them (causal: half). Usage: python3 scripts/dev/fa2_ws_variants.py [variants]"""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+from bench import _l2_flusher, _time_interleaved  # noqa: E402
+
+import ffpa_attn  # noqa: E402
+
+variants = [int(v) for v in sys.argv[1].split(",")] if len(sys.argv) > 1 else [0, 1, 2, 3, 4]
+flush = _l2_flusher()
+print(torch.cuda.get_device_name(), "variants", variants)
+for (B, H, N) in [(1, 32, 8192), (8, 16, 2048)]:
+    for D in (64, 128, 256):
+        for causal in (False, True):
+            if B == 8 and causal:
+                continue
+            q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+            ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+
+            def ours(var):
+                def f():
+                    os.environ["FFPA_DEV_WS"] = str(var)
+                    return ffpa_attn.forward(q, k, v, is_causal=causal, strict=True)
+                return f
+
+            def cudnn():
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+            errs = []
+            for var in variants:
+                out = ours(var)()
+                errs.append(float((out.float() - ref).abs().max()))
+            fns = [ours(var) for var in variants] + [cudnn]
+            ms = _time_interleaved(fns, 25, 150, flush=flush)
+            flops = 4 * B * H * N * N * D * (0.5 if causal else 1.0)
+            tf = [flops / (t * 1e-3) / 1e12 for t in ms]
+            row = " ".join(f"v{var}={t:6.1f}" for var, t in zip(variants, tf))
+            print(f"B{B} H{H} N{N} D{D} causal={int(causal)}: {row} cudnn={tf[-1]:6.1f} | best/cudnn="
+                  f"{max(tf[:-1]) / tf[-1]:.3f} | maxerr {max(errs):.2e}", flush=True)
