@@ -1,7 +1,7 @@
 // The grid of the non-persistent forward kernels, (query blocks x groups, query heads, batch),
 // launched in batch slices because gridDim.z is capped at kMaxGridYZ (65535): each slice offsets the
-// pointers (for_batch_slices; TMA kernels, whose maps cover the whole batch, also take the slice's
-// b0). `groups` blocks share each query block (FFPA L2's Dv groups; 1 elsewhere). Torch-free.
+// pointers (for_batch_slices). `groups` blocks share each query block (FFPA L2's Dv groups; 1
+// elsewhere). The persistent kernels size their own grids. Torch-free.
 #pragma once
 #include <cuda_runtime.h>
 

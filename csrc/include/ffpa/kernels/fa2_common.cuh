@@ -157,8 +157,10 @@ struct Fa2FwdCommon {
 
   // Scale the scores of a tile that needs masking (base 2), then apply the sequence end, the
   // causal limit and, in kBlockPartial tiles, attn_mask. Off the hot path: only boundary tiles.
+  // (batch, head) of attn_mask: the block's blockIdx.z / .y, or a persistent kernel's work item.
   static __device__ __forceinline__ void mask_tile(float (&s_acc)[kMTiles][kNTilesS][4], const FwdParams& p,
-                                                   uint8_t code, float scale_log2, int row0, int n0, int g, int t4) {
+                                                   uint8_t code, float scale_log2, int row0, int n0, int g, int t4,
+                                                   int batch, int head) {
     // Per row, the last visible column relative to this thread's first one (n0 + 2 * t4): element
     // (n, c) of the row is visible iff n * 8 + c <= lim, a compare against an immediate.
 #pragma unroll
@@ -180,7 +182,7 @@ struct Fa2FwdCommon {
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
       for (int n = 0; n < kNTilesS; ++n) {
-        const float4 mq = mask_quad_log2(p, blockIdx.z, blockIdx.y, row0 + mt * 16 + g, n0 + n * 8 + 2 * t4);
+        const float4 mq = mask_quad_log2(p, batch, head, row0 + mt * 16 + g, n0 + n * 8 + 2 * t4);
         s_acc[mt][n][0] += mq.x, s_acc[mt][n][1] += mq.y, s_acc[mt][n][2] += mq.z, s_acc[mt][n][3] += mq.w;
       }
   }
@@ -226,7 +228,7 @@ struct Fa2FwdCommon {
     // Tiles without masking keep raw scores: the max of raw scores times the (positive) scale is
     // the max of scaled ones, and P = exp2(s * scale - m) is one FFMA. Masked tiles are scaled
     // (and masked) in place first, then use a factor of 1.
-    if (per_elem) mask_tile(s_acc, p, code, scale_log2, m0 + warp_row0, n0, g, t4);
+    if (per_elem) mask_tile(s_acc, p, code, scale_log2, m0 + warp_row0, n0, g, t4, blockIdx.z, blockIdx.y);
     const float sf = per_elem ? 1.f : scale_log2;
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {

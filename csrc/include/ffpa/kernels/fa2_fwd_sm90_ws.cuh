@@ -1,13 +1,18 @@
-// FA-2 forward on Hopper, warp-specialised (sm_90a): the kernel the FA-2 family runs on H100/H200
-// wherever TMA can describe the tensors (launch/fa2_fwd_launch.cuh; otherwise fa2_fwd_sm90.cuh's
-// cp.async kernel runs, with the same tile, so one mask block map serves both).
+// FA-2 forward on Hopper, warp-specialised and persistent (sm_90a): the kernel the FA-2 family runs
+// on H100/H200 wherever TMA can describe the tensors (launch/fa2_fwd_launch.cuh; otherwise
+// fa2_fwd_sm90.cuh's cp.async kernel runs, with the same tile, so one mask block map serves both).
 //
-// A block of 3 warpgroups owns 128 query rows of one (batch, head):
+// One block per SM walks work items (128 query rows of one (batch, head)) t = blockIdx.x,
+// blockIdx.x + gridDim.x, ...; items are numbered query block fastest, last query block first
+// (the longest causal rows first), so the blocks resident together share K/V of few heads in L2.
+// The block is 3 warpgroups:
 //
-//   warpgroup 0, producer (24 registers): one thread issues TMA loads -- Q once, then K_j and V_j
-//     of every key tile the block sees (causal cut, block-map skip) through two stage rings
-//     (tile/stage_ring.cuh), K's and V's, so S = Q K_j^T may start before V_j has landed.
-//   warpgroups 1 and 2, consumers (240 registers): rows [64 c, 64 c + 64) each; per key tile
+//   warpgroup 0, producer (24 registers): one thread issues TMA loads -- each item's Q, then K_j
+//     and V_j of every key tile the item sees (causal cut, block-map skip) -- through a one-slot Q
+//     ring and two stage rings (tile/stage_ring.cuh), K's and V's, so S = Q K_j^T may start before
+//     V_j has landed, and the next item's Q and first tiles load under this item's last tiles.
+//   warpgroups 1 and 2, consumers (240 registers): rows [64 c, 64 c + 64) of the item each; per
+//     key tile
 //
 //       issue S_j = Q K_j^T (wgmma, both operands by descriptor)
 //       issue O += P_{j-1} V_{j-1} (wgmma, P from registers, V read transposed)   [ping-pong turn]
@@ -15,12 +20,14 @@
 //       wait P V -> release V_{j-1} -> O *= alpha_j -> P_j packed to b16 operand registers
 //
 //     so the softmax of one tile runs under the previous tile's P V on the tensor cores. With
-//     kPingPong the two consumer warpgroups also take turns issuing (named barriers 1 and 2):
-//     one's softmax runs under the other's GEMMs.
+//     kPingPong the two consumer warpgroups also take turns issuing (named barriers 1 and 2, one
+//     continuous alternation over all items): one's softmax runs under the other's GEMMs. The
+//     epilogue stores O from registers (Q's slot is already refilling).
 //
-// Who waits on what (mbarriers, ring depth kStages; q_bar single use):
-//   producer:  empty_k[s] -> TMA K_j -> full_k[s]     empty_v[s] -> TMA V_j -> full_v[s]
-//   consumers: full_k[s] -> S_j -> arrive empty_k[s]   full_v[s] -> P V_j -> arrive empty_v[s]
+// Who waits on what (mbarriers; the K/V rings kStages deep, Q's one slot):
+//   producer:  empty_q -> TMA Q -> full_q     empty_k[s] -> TMA K_j -> full_k[s]     (V as K)
+//   consumers: full_q -> ... last S of the item -> arrive empty_q
+//              full_k[s] -> S_j -> arrive empty_k[s]     full_v[s] -> P V_j -> arrive empty_v[s]
 //
 // TMA zero-fills rows past L and S (finite, so masked columns of P V stay 0); scores past S and
 // above the causal limit are masked per element in boundary tiles (FwdCommon::mask_tile, shared
@@ -40,11 +47,9 @@
 
 namespace ffpa::attn {
 
-// The kernel's TMA maps (rank 4: head dim, position, head, batch), encoded by the launcher, and
-// the batch of blockIdx.z = 0 (launches are sliced in batch, the maps cover all of it).
+// The kernel's TMA maps (rank 4: head dim, position, head, batch), encoded by the launcher.
 struct Fa2TmaMaps {
   CUtensorMap q, k, v;
-  int batch0;
 };
 
 // Shared-memory plan of the warp-specialised kernel for a wgmma tile table row (Fa2Traits).
@@ -53,7 +58,7 @@ struct Fa2WsPlan {
   static constexpr int kQBytes = Traits::QTile::kBytes;
   static constexpr int kKBytes = Traits::KTile::kBytes;
   static constexpr int kVBytes = Traits::VTile::kBytes;
-  static constexpr int kBarrierBytes = 8 + 2 * 2 * 4 * 8;  // q_bar + two rings of up to 4 stages
+  static constexpr int kBarrierBytes = 2 * 8 + 2 * 2 * 4 * 8;  // Q's ring + two rings of up to 4 stages
   static constexpr int bytes(int stages) { return 1024 + kQBytes + stages * (kKBytes + kVBytes) + kBarrierBytes; }
   static constexpr int kMaxSmem = 227 * 1024;
   static constexpr int kStages = bytes(4) <= kMaxSmem ? 4 : bytes(3) <= kMaxSmem ? 3 : 2;
@@ -61,7 +66,6 @@ struct Fa2WsPlan {
   static_assert(bytes(2) <= kMaxSmem, "two stages of K and V must fit");
   static_assert(Traits::kWarps == 8 && Traits::kBlockM == 128, "two consumer warpgroups of 64 rows");
   static_assert(Traits::kHeadDim <= 256 && Traits::kHeadDimV <= 256, "one wgmma per product (N <= 256)");
-  static_assert(Traits::VTile::kChunks <= Traits::QTile::kChunks, "O is staged over the Q tile's chunks");
   static constexpr int kThreads = 384;
 };
 
@@ -74,6 +78,7 @@ struct Fa2FwdWs {
   using VTile = typename Traits::VTile;
   using Plan = Fa2WsPlan<Traits>;
   using Ring = StageRing<Plan::kStages>;
+  using QRing = StageRing<1>;
   using Common = Fa2FwdCommon<Traits, 2>;  // mask_tile only (static, register-free)
   using MmaS = ptx::WgmmaM64<Traits::kBlockN, Element>;
   using MmaO = ptx::WgmmaM64<Traits::kHeadDimV, Element>;
@@ -88,7 +93,8 @@ struct Fa2FwdWs {
   static constexpr uint32_t kConsumerWarps = 8;  // arrivals that release a stage
 
   struct Smem {
-    uint32_t q, k, v, q_bar;
+    uint32_t q, k, v;
+    QRing ring_q;
     Ring ring_k, ring_v;
   };
 
@@ -98,10 +104,29 @@ struct Fa2FwdWs {
     s.q = (raw + 1023u) & ~1023u;
     s.k = s.q + Plan::kQBytes;
     s.v = s.k + Plan::kStages * Plan::kKBytes;
-    s.q_bar = s.v + Plan::kStages * Plan::kVBytes;
-    s.ring_k = Ring{s.q_bar + 8};
-    s.ring_v = Ring{s.q_bar + 8 + Ring::kBarrierBytes};
+    s.ring_q = QRing{s.v + Plan::kStages * Plan::kVBytes};
+    s.ring_k = Ring{s.ring_q.bars + QRing::kBarrierBytes};
+    s.ring_v = Ring{s.ring_k.bars + Ring::kBarrierBytes};
     return s;
+  }
+
+  // One work item: 128 query rows of one (batch, head) and the key tiles they see.
+  struct Item {
+    int m_block, head, batch, m0, rows_q, n_end;
+    const uint8_t* codes;  // the item's row of the mask block map, or null
+  };
+
+  static __device__ __forceinline__ Item item(const FwdParams& p, int t, int m_blocks) {
+    Item w;
+    w.m_block = m_blocks - 1 - t % m_blocks;
+    const int bh = t / m_blocks;
+    w.head = bh % p.heads_q;
+    w.batch = bh / p.heads_q;
+    w.m0 = w.m_block * kBlockM;
+    w.rows_q = min(kBlockM, p.len_q - w.m0);
+    w.n_end = block_kv_tiles<kBlockN>(p, w.m0, w.rows_q);
+    w.codes = p.block_map == nullptr ? nullptr : block_map_row(p, w.batch, w.head, w.m_block);
+    return w;
   }
 
   static __device__ __forceinline__ int next_tile(const uint8_t* codes, int j, int n_end) {
@@ -116,21 +141,28 @@ struct Fa2FwdWs {
     for (int c = 0; c < TileT::kChunks; ++c) ptx::tma_load_4d(dst + TileT::chunk(c), map, bar, 64 * c, row, head, batch);
   }
 
-  static __device__ __forceinline__ void produce(const Fa2TmaMaps& maps, const Smem& s, int m0, int head, int head_kv,
-                                                 int batch, const uint8_t* codes, int n_end) {
+  static __device__ __forceinline__ void produce(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& s,
+                                                 int m_blocks, int items) {
     ptx::tma_prefetch_map(&maps.q);
     ptx::tma_prefetch_map(&maps.k);
     ptx::tma_prefetch_map(&maps.v);
-    ptx::mbarrier_arrive_expect_tx(s.q_bar, Plan::kQBytes);
-    load<QTile>(s.q, &maps.q, s.q_bar, m0, head, batch);
+    const int group = p.heads_q / p.heads_kv;
+    typename QRing::State sq;
     typename Ring::State st;
-    for (int j = next_tile(codes, 0, n_end); j < n_end; j = next_tile(codes, j + 1, n_end), st.advance()) {
-      s.ring_k.producer_acquire(st);
-      s.ring_k.producer_expect(st, Plan::kKBytes);
-      load<KTile>(s.k + st.stage * Plan::kKBytes, &maps.k, s.ring_k.full(st.stage), j * kBlockN, head_kv, batch);
-      s.ring_v.producer_acquire(st);
-      s.ring_v.producer_expect(st, Plan::kVBytes);
-      load<VTile>(s.v + st.stage * Plan::kVBytes, &maps.v, s.ring_v.full(st.stage), j * kBlockN, head_kv, batch);
+    for (int t = blockIdx.x; t < items; t += gridDim.x, sq.advance()) {
+      const Item w = item(p, t, m_blocks);
+      const int head_kv = w.head / group;
+      s.ring_q.producer_acquire(sq);
+      s.ring_q.producer_expect(sq, Plan::kQBytes);
+      load<QTile>(s.q, &maps.q, s.ring_q.full(0), w.m0, w.head, w.batch);
+      for (int j = next_tile(w.codes, 0, w.n_end); j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end), st.advance()) {
+        s.ring_k.producer_acquire(st);
+        s.ring_k.producer_expect(st, Plan::kKBytes);
+        load<KTile>(s.k + st.stage * Plan::kKBytes, &maps.k, s.ring_k.full(st.stage), j * kBlockN, head_kv, w.batch);
+        s.ring_v.producer_acquire(st);
+        s.ring_v.producer_expect(st, Plan::kVBytes);
+        load<VTile>(s.v + st.stage * Plan::kVBytes, &maps.v, s.ring_v.full(st.stage), j * kBlockN, head_kv, w.batch);
+      }
     }
   }
 
@@ -159,14 +191,15 @@ struct Fa2FwdWs {
   // P = exp2(S - m) in s (fp32) and returns the factor O must be rescaled by. Neither O nor the P
   // operand registers are touched: the previous tile's P V may still be reading them (a register
   // definition of a running wgmma's operands makes ptxas serialise the pipeline).
-  static __device__ __forceinline__ void softmax(const FwdParams& p, const uint8_t* codes, int j, int m0, int row0, int g,
-                                                 int t4, float scale_log2, float (&s)[kNS][4], float (&row_max)[2],
+  static __device__ __forceinline__ void softmax(const FwdParams& p, const Item& w, int j, int row0, int g, int t4,
+                                                 float scale_log2, float (&s)[kNS][4], float (&row_max)[2],
                                                  float (&row_sum)[2], float (&alpha)[2]) {
     const int n0 = j * kBlockN;
-    const uint8_t code = codes != nullptr ? codes[j] : static_cast<uint8_t>(kBlockFull);
+    const uint8_t code = w.codes != nullptr ? w.codes[j] : static_cast<uint8_t>(kBlockFull);
     const bool per_elem = code == kBlockPartial || n0 + kBlockN > p.len_kv ||
-                          (p.is_causal && n0 + kBlockN - 1 > m0 + p.causal_offset);
-    if (per_elem) Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&s), p, code, scale_log2, row0, n0, g, t4);
+                          (p.is_causal && n0 + kBlockN - 1 > w.m0 + p.causal_offset);
+    if (per_elem)
+      Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&s), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
     const float sf = per_elem ? 1.f : scale_log2;
     float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
     float neg_m[2];
@@ -214,11 +247,20 @@ struct Fa2FwdWs {
     if constexpr (kPingPong) ptx::named_barrier_arrive(2 - c, 256);
   }
 
-  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, int c, int m0, int rows_q,
-                                                 const uint8_t* codes, int n_end) {
+  // Consumer state carried across items: where this warpgroup is in the three rings.
+  struct Reader {
+    typename QRing::State sq;
+    typename Ring::State sk, sv;
+  };
+
+  // One item on consumer warpgroup c.
+  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c, Reader& rd) {
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
-    const int row0 = m0 + 64 * c + 16 * warp;  // first query row of this warp's accumulators
-    const uint32_t q_wg = sm.q + c * 64 * 128;  // this warpgroup's 64 rows (128 bytes each in a chunk)
+    const int row0 = w.m0 + 64 * c + 16 * warp;  // first query row of this warp's accumulators
+    // This warpgroup's 64 rows of Q (128 bytes each in a chunk), through an opaque move: hoisted out
+    // of the item loop, the Q descriptors derived from it stayed live across items and spilled (D=256).
+    uint32_t q_wg;
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(q_wg) : "r"(sm.q + c * 64 * 128));
     const float scale_log2 = fabsf(p.scale_log2);
     float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -226,114 +268,100 @@ struct Fa2FwdWs {
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
 
-    ptx::mbarrier_wait_parity(sm.q_bar, 0);
+    sm.ring_q.consumer_wait(rd.sq);
     if (p.scale_log2 < 0.f) {  // a negative scale is a positive one on -Q (row max of raw scores)
       for (int i = tid; i < QTile::kChunks * 64 * 32; i += 128) {
         const uint32_t addr = q_wg + (i / (64 * 32)) * QTile::kChunkBytes + (i % (64 * 32)) * 4;
-        uint32_t w;
-        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(w) : "r"(addr));
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(w ^ 0x80008000u));
+        uint32_t x;
+        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr));
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x ^ 0x80008000u));
       }
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(3 + c, 128);
     }
-    if (kPingPong && c == 1) ptx::named_barrier_arrive(1, 256);  // warpgroup 1 (c = 0) goes first
 
-    typename Ring::State sk, sv;
-    int j = next_tile(codes, 0, n_end);
-    if (j < n_end) {
+    int j = next_tile(w.codes, 0, w.n_end);
+    const bool any = j < w.n_end;
+    uint32_t pf[kKStepsPV][4];
+    if (any) {
       float s[kNS][4];
-      uint32_t pf[kKStepsPV][4];
       float alpha[2];
-      sm.ring_k.consumer_wait(sk);
+      sm.ring_k.consumer_wait(rd.sk);
       turn_wait(c);
-      issue_qk(s, q_wg, sm.k + sk.stage * Plan::kKBytes);
+      issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
       turn_pass(c);
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(s);
-      if (lane == 0) sm.ring_k.consumer_release(sk);
-      sk.advance();
-      softmax(p, codes, j, m0, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
+      if (lane == 0) sm.ring_k.consumer_release(rd.sk);
+      rd.sk.advance();
+      softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
       pack(s, pf);
-      for (j = next_tile(codes, j + 1, n_end); j < n_end; j = next_tile(codes, j + 1, n_end)) {
-        sm.ring_k.consumer_wait(sk);
-        sm.ring_v.consumer_wait(sv);
+      for (j = next_tile(w.codes, j + 1, w.n_end); j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end)) {
+        sm.ring_k.consumer_wait(rd.sk);
+        sm.ring_v.consumer_wait(rd.sv);
         turn_wait(c);
         ptx::wgmma_fence_operand(o);  // before S's issue: no register definitions inside the stage
-        issue_qk(s, q_wg, sm.k + sk.stage * Plan::kKBytes);
-        issue_pv(o, pf, sm.v + sv.stage * Plan::kVBytes);
+        issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
+        issue_pv(o, pf, sm.v + rd.sv.stage * Plan::kVBytes);
         turn_pass(c);
         ptx::wgmma_wait_group<1>();
         ptx::wgmma_fence_operand(s);
-        if (lane == 0) sm.ring_k.consumer_release(sk);
-        sk.advance();
-        softmax(p, codes, j, m0, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
+        if (lane == 0) sm.ring_k.consumer_release(rd.sk);
+        rd.sk.advance();
+        softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(o);
-        if (lane == 0) sm.ring_v.consumer_release(sv);
-        sv.advance();
+        if (lane == 0) sm.ring_v.consumer_release(rd.sv);
+        rd.sv.advance();
         rescale(o, alpha);
         pack(s, pf);
       }
-      sm.ring_v.consumer_wait(sv);
+    }
+    // Every S of the item is done: Q's slot may take the next item's Q.
+    __syncwarp();
+    if (lane == 0) sm.ring_q.consumer_release(rd.sq);
+    rd.sq.advance();
+    if (any) {
+      sm.ring_v.consumer_wait(rd.sv);
       ptx::wgmma_fence_operand(o);
-      issue_pv(o, pf, sm.v + sv.stage * Plan::kVBytes);
+      issue_pv(o, pf, sm.v + rd.sv.stage * Plan::kVBytes);
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(o);
-      if (lane == 0) sm.ring_v.consumer_release(sv);
+      if (lane == 0) sm.ring_v.consumer_release(rd.sv);
+      rd.sv.advance();
     }
-    if (kPingPong && c == 0) ptx::named_barrier_sync(1, 256);  // the turn warpgroup 2 passed last
-    store(p, sm.q + c * 64 * 128, c, m0, rows_q, row0, g, t4, tid, o, row_max, row_sum);
+    store(p, w, row0, g, t4, o, row_max, row_sum);
   }
 
-  // Epilogue of one warpgroup: O / l in b16 over its own 64 rows of the Q tile (same swizzle, so
-  // 8 rows at one unit hit 8 bank groups), then whole 16-byte units to global; the LSE.
-  static __device__ __forceinline__ void store(const FwdParams& p, uint32_t q_wg, int c, int m0, int rows_q, int row0,
-                                               int g, int t4, int tid, const float (&o)[kNO][4], const float (&row_max)[2],
+  // Epilogue of one warp: O / l in b16 straight from the accumulators (the four lanes of a quad
+  // write one 16-byte run of a row), and the LSE.
+  static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, int row0, int g, int t4,
+                                               const float (&o)[kNO][4], const float (&row_max)[2],
                                                const float (&row_sum)[2]) {
-    const int head = blockIdx.y, batch = blockIdx.z;
-    const int wrow0 = 16 * (tid / 32);  // this warp's first row within the warpgroup
+    Element* o_base = static_cast<Element*>(p.o) + w.batch * p.o_batch_stride + w.head * p.o_head_stride;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float l = row_sum[r];
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inv = inv_row_sum(l);
-      const int rr = wrow0 + g + 8 * r;
-#pragma unroll
-      for (int n = 0; n < kNO; ++n) {
-        const uint32_t addr = q_wg + QTile::chunk(n / 8) + rr * 128 + ((((n % 8)) ^ (rr % 8)) * 16) + t4 * 4;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(Num::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv)));
-      }
       const int row = row0 + g + 8 * r;
-      if (p.lse != nullptr && t4 == 0 && row < p.len_q)
-        p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] = row_lse(row_max[r], l);
-    }
-    ptx::named_barrier_sync(3 + c, 128);
-    const int rows = min(64, rows_q - 64 * c);
-    Element* o_base = static_cast<Element*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride +
-                      static_cast<int64_t>(m0 + 64 * c) * p.o_row_stride;
-    constexpr int kUnits = Traits::kHeadDimV / 8;
-    for (int i = tid; i < rows * kUnits; i += 128) {
-      const int r = i / kUnits, u = i % kUnits;
-      uint4 val;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w)
-                   : "r"(q_wg + QTile::chunk(u / 8) + r * 128 + (((u % 8) ^ (r % 8)) * 16)));
-      *reinterpret_cast<uint4*>(o_base + r * p.o_row_stride + u * 8) = val;
+      if (row < p.len_q) {
+        uint32_t* dst = reinterpret_cast<uint32_t*>(o_base + static_cast<int64_t>(row) * p.o_row_stride + 2 * t4);
+#pragma unroll
+        for (int n = 0; n < kNO; ++n) dst[4 * n] = Num::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        if (p.lse != nullptr && t4 == 0)
+          p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = row_lse(row_max[r], l);
+      }
     }
   }
 
   static __device__ __forceinline__ void run(const FwdParams& p, const Fa2TmaMaps& maps, char* smem_raw) {
     const Smem sm = layout(smem_raw);
-    const int m_block = gridDim.x - 1 - blockIdx.x;  // heaviest (causal) blocks first
-    const int head = blockIdx.y, batch = blockIdx.z;
-    const int m0 = m_block * kBlockM;
-    const int rows_q = min(kBlockM, p.len_q - m0);
-    const int n_end = block_kv_tiles<kBlockN>(p, m0, rows_q);
-    const uint8_t* codes = p.block_map == nullptr ? nullptr : block_map_row(p, batch, head, m_block);
+    const int m_blocks = (p.len_q + kBlockM - 1) / kBlockM;
+    const int items = m_blocks * p.heads_q * p.batch;
     if (threadIdx.x == 0) {
-      ptx::mbarrier_init(sm.q_bar, 1);
+      sm.ring_q.init(kConsumerWarps);
       sm.ring_k.init(kConsumerWarps);
       sm.ring_v.init(kConsumerWarps);
     }
@@ -341,12 +369,15 @@ struct Fa2FwdWs {
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
       ptx::setmaxnreg_dec<kProducerRegs>();
-      if (threadIdx.x == 0)
-        produce(maps, sm, m0, head, head / (p.heads_q / p.heads_kv), batch + maps.batch0, codes, n_end);
+      if (threadIdx.x == 0) produce(p, maps, sm, m_blocks, items);
       return;
     }
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    consume(p, sm, wg - 1, m0, rows_q, codes, n_end);
+    const int c = wg - 1;
+    if (kPingPong && c == 1) ptx::named_barrier_arrive(1, 256);  // consumer 0 takes the first turn
+    Reader rd;
+    for (int t = blockIdx.x; t < items; t += gridDim.x) consume(p, sm, item(p, t, m_blocks), c, rd);
+    if (kPingPong && c == 0) ptx::named_barrier_sync(1, 256);  // the turn consumer 1 passed last
   }
 };
 
