@@ -17,7 +17,7 @@ variants = [int(v) for v in sys.argv[1].split(",")] if len(sys.argv) > 1 else [0
 flush = _l2_flusher()
 print(torch.cuda.get_device_name(), "variants", variants)
 for (B, H, N) in [(1, 32, 8192), (8, 16, 2048)]:
-    for D in (64, 128, 256):
+    for D in [int(d) for d in os.environ.get("DIMS", "64 128 256").split()]:
         for causal in (False, True):
             q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)

@@ -5,13 +5,14 @@
 // One block per SM walks work items (128 query rows of one (batch, head)) t = blockIdx.x,
 // blockIdx.x + gridDim.x, ...; items are numbered query block fastest, last query block first
 // (the longest causal rows first), so the blocks resident together share K/V of few heads in L2.
-// The block is 3 warpgroups:
+// The block is 3 warpgroups (4 at D <= 64):
 //
 //   warpgroup 0, producer (24 registers): one thread issues TMA loads -- each item's Q, then K_j
 //     and V_j of every key tile the item sees (causal cut, block-map skip) -- through a one-slot Q
 //     ring and two stage rings (tile/stage_ring.cuh), K's and V's, so S = Q K_j^T may start before
 //     V_j has landed, and the next item's Q and first tiles load under this item's last tiles.
-//   warpgroups 1 and 2, consumers (240 registers): rows [64 c, 64 c + 64) of the item each; per
+//   warpgroups 1.., consumers (240 registers each for two, 160 for three): rows [64 c, 64 c + 64)
+//     of the item each; per
 //     key tile
 //
 //       issue S_j = Q K_j^T (wgmma, both operands by descriptor)
@@ -20,8 +21,8 @@
 //       wait P V -> release V_{j-1} -> O *= alpha_j -> P_j packed to b16 operand registers
 //
 //     so the softmax of one tile runs under the previous tile's P V on the tensor cores. With
-//     kPingPong the two consumer warpgroups also take turns issuing (named barriers 1 and 2, one
-//     continuous alternation over all items): one's softmax runs under the other's GEMMs. The
+//     kPingPong the consumer warpgroups also take turns issuing (named barriers 1.., round robin,
+//     one continuous rotation over all items): one's softmax runs under another's GEMMs. The
 //     epilogue stores O from registers (Q's slot is already refilling).
 //
 // Who waits on what (mbarriers; the K/V rings kStages deep, Q's one slot):
@@ -64,9 +65,16 @@ struct Fa2WsPlan {
   static constexpr int kStages = bytes(4) <= kMaxSmem ? 4 : bytes(3) <= kMaxSmem ? 3 : 2;
   static constexpr int kSmemBytes = bytes(kStages);
   static_assert(bytes(2) <= kMaxSmem, "two stages of K and V must fit");
-  static_assert(Traits::kWarps == 8 && Traits::kBlockM == 128, "two consumer warpgroups of 64 rows");
+  static constexpr int kConsumers = Traits::kWarps / 4;  // consumer warpgroups of 64 rows each
+  static_assert((kConsumers == 2 || kConsumers == 3) && Traits::kBlockM == 64 * kConsumers,
+                "two or three consumer warpgroups of 64 rows");
   static_assert(Traits::kHeadDim <= 256 && Traits::kHeadDimV <= 256, "one wgmma per product (N <= 256)");
-  static constexpr int kThreads = 384;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  // Registers per thread after setmaxnreg: the producer keeps 24, the consumers share the rest of
+  // the 64 K (240 each for two warpgroups, 160 for three).
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = kConsumers == 2 ? 240 : 160;
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
 };
 
 template <typename Traits, bool kPingPong>
@@ -88,9 +96,12 @@ struct Fa2FwdWs {
   static constexpr int kNO = Traits::kNTilesO;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
-  static constexpr uint32_t kConsumerWarps = 8;  // arrivals that release a stage
+  static constexpr int kConsumers = Plan::kConsumers;
+  static constexpr int kProducerRegs = Plan::kProducerRegs;
+  static constexpr int kConsumerRegs = Plan::kConsumerRegs;
+  static constexpr uint32_t kConsumerWarps = 4 * kConsumers;  // arrivals that release a stage
+  // Named barriers: 1 + c is consumer c's ping-pong turn, 1 + kConsumers + c its own warpgroup's.
+  static constexpr uint32_t kTurnThreads = 256;  // the warpgroup taking its turn + the one passing it
 
   struct Smem {
     uint32_t q, k, v;
@@ -239,12 +250,13 @@ struct Fa2FwdWs {
       for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
   }
 
-  // Ping-pong turns between the two consumer warpgroups: named barrier 1 + c is c's turn.
+  // Ping-pong turns among the consumer warpgroups, round robin: c waits for its turn (barrier
+  // 1 + c), issues, and passes the turn to c + 1 (mod kConsumers).
   static __device__ __forceinline__ void turn_wait(int c) {
-    if constexpr (kPingPong) ptx::named_barrier_sync(1 + c, 256);
+    if constexpr (kPingPong) ptx::named_barrier_sync(1 + c, kTurnThreads);
   }
   static __device__ __forceinline__ void turn_pass(int c) {
-    if constexpr (kPingPong) ptx::named_barrier_arrive(2 - c, 256);
+    if constexpr (kPingPong) ptx::named_barrier_arrive(1 + (c + 1) % kConsumers, kTurnThreads);
   }
 
   // Consumer state carried across items: where this warpgroup is in the three rings.
@@ -277,7 +289,7 @@ struct Fa2FwdWs {
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x ^ 0x80008000u));
       }
       ptx::fence_proxy_async_shared();
-      ptx::named_barrier_sync(3 + c, 128);
+      ptx::named_barrier_sync(1 + kConsumers + c, 128);
     }
 
     int j = next_tile(w.codes, 0, w.n_end);
@@ -374,17 +386,17 @@ struct Fa2FwdWs {
     }
     ptx::setmaxnreg_inc<kConsumerRegs>();
     const int c = wg - 1;
-    if (kPingPong && c == 1) ptx::named_barrier_arrive(1, 256);  // consumer 0 takes the first turn
+    if (kPingPong && c == kConsumers - 1) ptx::named_barrier_arrive(1, kTurnThreads);  // consumer 0 goes first
     Reader rd;
     for (int t = blockIdx.x; t < items; t += gridDim.x) consume(p, sm, item(p, t, m_blocks), c, rd);
-    if (kPingPong && c == 0) ptx::named_barrier_sync(1, 256);  // the turn consumer 1 passed last
+    if (kPingPong && c == 0) ptx::named_barrier_sync(1, kTurnThreads);  // the turn the last consumer passed
   }
 };
 
 using Fa2KernelWs = void (*)(FwdParams, Fa2TmaMaps);
 
 template <typename Traits, bool kPingPong>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(Fa2WsPlan<Traits>::kThreads, 1)
     fa2_fwd_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fa2TmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];

@@ -75,7 +75,7 @@ constexpr Fa2TileSpec fa2_tile_sm80(int head_dim) {
 // docs/hopper_profile.md). Past 256 only the cp.async kernel runs: P V is two wgmmas (256
 // columns + the rest) and 384 narrows the key tile to 32 (docs/tuning_fa2.md, runs 13-16).
 constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
-  if (head_dim <= 64) return fa2_wgmma_tile(2, 192);
+  if (head_dim <= 64) return fa2_wgmma_tile(3, 128);
   if (head_dim <= 128) return fa2_wgmma_tile(2, 176);
   if (head_dim <= 192) return fa2_wgmma_tile(2, 96);
   if (head_dim <= 256) return fa2_wgmma_tile(2, 80);
