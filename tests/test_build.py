@@ -115,7 +115,9 @@ def test_fa2_kernel_info():
             c = C.kernel_info(dt, "fa2", e, ev)
             assert (c["family"], c["level"], c["head_dim"], c["head_dim_v"]) == ("fa2", 0, e, ev), c
             assert c["chunk_d"] == e and 1 <= c["num_stages"] <= 4
-            assert c["threads"] == 32 * c["warps_m"] * c["warps_n"]
+            # the warp-specialised Hopper kernel adds a producer warpgroup to the warps that split rows
+            assert c["threads"] == 32 * (c["warps_m"] * c["warps_n"] + c["producer_warps"])
+            assert c["producer_warps"] in ((0, 4) if c["mma"] == "wgmma" else (0,)), c
             assert 0 < c["smem_bytes"] <= 227 * 1024
 
 

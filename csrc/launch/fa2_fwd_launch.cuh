@@ -47,6 +47,7 @@ struct Fa2WsLaunch<Element, Traits, true> {
   // k: the cp.async kernel's description of the same tile.
   static cudaError_t info(KernelInfo k, bool query_attributes, KernelInfo* out) {
     k.threads = Plan::kThreads;
+    k.producer_warps = 4;
     k.num_stages = Plan::kStages;
     k.smem_bytes = Plan::kSmemBytes;
     if (query_attributes) {

@@ -40,6 +40,7 @@ struct KernelInfo {
   int block_n = 0;
   int warps_m = 0;
   int warps_n = 0;
+  int producer_warps = 0;   // warps that only load (the warp-specialised Hopper FA-2 kernel: 4)
   int chunk_d = 0;          // head-dim slice per pipeline step (the whole head dim for FA-2)
   bool smem_padded = false; // staged tiles use padded rows (else the XOR swizzle)
   int group_d = 0;          // Dv columns one block produces (FFPA L2: a group; else all of Dv)

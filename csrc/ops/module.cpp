@@ -97,6 +97,7 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   d["group_d"] = k.group_d;
   d["acc"] = acc;
   d["threads"] = k.threads;
+  d["producer_warps"] = k.producer_warps;
   d["num_stages"] = k.num_stages;
   d["smem_bytes"] = k.smem_bytes;
   if (query_attributes) {
