@@ -214,12 +214,18 @@ def test_fa2_hopper_tma_kernel_and_its_fallback(D):
     q, k, v = rand_qkv(1, Hq, Hkv, L, S, D, dtype, seed=24)
     cases["kv broadcast over batch"] = ((torch.cat([q, q.flip(2)]), k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1)),
                                         {}, "fa2_fwd_wgmma_kernel")
+    # attn_mask runs the tile aligned to mask blocks (kernel_info's mask_block_m x mask_block_n), on
+    # either kernel
+    mask = make_mask("blocksparse", B, Hq, L, S, dtype, torch.Generator(device="cuda").manual_seed(25))
+    cases["blocksparse mask"] = (cases["bhld"][0], {"attn_mask": mask}, "fa2_fwd_ws_kernel")
+    cases["blocksparse mask, num_stages=2"] = (cases["bhld"][0], {"attn_mask": mask, "num_stages": 2},
+                                               "fa2_fwd_wgmma_kernel")
     for name, ((q, k, v), kw, kernel) in cases.items():
-        for causal in ("none", "bottom_right"):
+        for causal in ("none",) if "attn_mask" in kw else ("none", "bottom_right"):  # SDPA: one or the other
             got = {}
             names = kernels_launched(lambda: got.update(zip(("out", "lse"), run_fa2(q, k, v, causal, **kw))))
             assert any(kernel in n for n in names), (name, causal, names)
-            check(got["out"], got["lse"], q, k, v, causal, what=f"D={D} {name} {causal}")
+            check(got["out"], got["lse"], q, k, v, causal, attn_mask=kw.get("attn_mask"), what=f"D={D} {name} {causal}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
@@ -330,6 +336,10 @@ def test_fa2_kernel_info_and_no_register_spills():
                     assert info["local_bytes"] <= budget, (
                         f"{dt} E={e} Ev={ev} {info['mma']}: {info['local_bytes']} bytes of local memory (budget {budget})")
                     assert info["registers"] <= 255
+                    # masked calls on Hopper run a tile of 128 rows x a power-of-two key tile, so mask
+                    # blocks of 64 or 128 line up with whole tiles
+                    if info["mma"] == "wgmma" and max(e, ev) <= 256:
+                        assert (info["mask_block_m"], info["mask_block_n"]) in ((128, 128), (128, 64)), info
         finally:
             ffpa_attn.set_fa2_mma("auto")
 

@@ -159,7 +159,14 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
   static_assert(V::Traits::kWgmma == kWgmma, "the tile table row and the launcher disagree on the MMA");
 
   // The warp-specialised kernel for this tile (head dims up to 256 on the wgmma launcher).
-  using Ws = Fa2WsLaunch<Element, typename V::Traits, kWgmma && kHeadDim <= 256 && kHeadDimV <= 256>;
+  static constexpr bool kWsOn = kWgmma && kHeadDim <= 256 && kHeadDimV <= 256;
+  using Ws = Fa2WsLaunch<Element, typename V::Traits, kWsOn>;
+  // Calls with attn_mask: the same two kernels on a tile aligned to mask blocks where the table's
+  // is not (fa2_tile_sm90_masked; up to D = 256 on Hopper). Picked by the block map's tile.
+  using VM = std::conditional_t<kWsOn, Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaMaskedTileFor<kD>>>, V>;
+  using WsM = Fa2WsLaunch<Element, typename VM::Traits, kWsOn>;
+  static constexpr bool kMaskTile =
+      VM::Traits::kBlockM != V::Traits::kBlockM || VM::Traits::kBlockN != V::Traits::kBlockN;
 
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out) {
     using Traits = typename V::Traits;
@@ -171,6 +178,8 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     k.head_dim_v = kHeadDimV;
     k.block_m = Traits::kBlockM;
     k.block_n = Traits::kBlockN;
+    k.mask_block_m = VM::Traits::kBlockM;
+    k.mask_block_n = VM::Traits::kBlockN;
     k.warps_m = Traits::kWarps;
     k.warps_n = 1;
     k.chunk_d = kHeadDim;
@@ -189,19 +198,30 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
   }
 
   static cudaError_t run(FwdParams p, cudaStream_t stream) {
-    using Traits = typename V::Traits;
+    if constexpr (kMaskTile) {
+      if (p.block_map != nullptr && p.block_map_m == VM::Traits::kBlockM && p.block_map_n == VM::Traits::kBlockN)
+        return run_on<VM, WsM>(p, stream);
+    }
+    return run_on<V, Ws>(p, stream);
+  }
+
+  // One tile: the warp-specialised kernel where wanted and TMA takes the tensors, else the
+  // cp.async kernel at the requested (or default) depth.
+  template <typename Var, typename WsT>
+  static cudaError_t run_on(FwdParams p, cudaStream_t stream) {
+    using Traits = typename Var::Traits;
     if (p.block_map != nullptr && (p.block_map_m != Traits::kBlockM || p.block_map_n != Traits::kBlockN))
       return cudaErrorInvalidValue;
-    if (Ws::wanted(p.num_stages)) {
-      const cudaError_t err = Ws::run(p, stream);
+    if (WsT::wanted(p.num_stages)) {
+      const cudaError_t err = WsT::run(p, stream);
       if (err != cudaErrorNotSupported) return err;
     }
-    p.num_stages = V::pick_stages(p.num_stages);
+    p.num_stages = Var::pick_stages(p.num_stages);
     const int smem = Traits::smem_bytes(p.num_stages);
     if (smem > max_smem_optin()) return cudaErrorInvalidConfiguration;
-    const auto kernel = V::kernel(p.num_stages);
+    const auto kernel = Var::kernel(p.num_stages);
     if (kernel == nullptr) return cudaErrorInvalidValue;
-    const cudaError_t err = opt_in_smem(kernel, smem, V::smem_opted_in[p.num_stages]);
+    const cudaError_t err = opt_in_smem(kernel, smem, Var::smem_opted_in[p.num_stages]);
     if (err != cudaSuccess) return err;
     return launch_batched<Element>(kernel, p, Traits::kBlockM, Traits::kThreads, smem, stream);
   }

@@ -38,6 +38,8 @@ struct KernelInfo {
   int head_dim_v = 0;
   int block_m = 0;
   int block_n = 0;
+  int mask_block_m = 0;     // the tile calls with attn_mask run (and their block map's): FA-2 on
+  int mask_block_n = 0;     // Hopper aligns it to mask blocks; 0: block_m x block_n
   int warps_m = 0;
   int warps_n = 0;
   int producer_warps = 0;   // warps that only load (the warp-specialised Hopper FA-2 kernel: 4)

@@ -88,9 +88,11 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
                 " batches x ", num(int64_t{mh}), " heads is not supported (at most ", num(int64_t{kMaxGridYZ}), " (batch, head) slices; "
                 "broadcast the mask over batch or heads)");
     fill_mask(p, m, mask_kind);
-    block_map = at::empty({launch::block_map_bytes(mb, mh, p.len_q, p.len_kv, info.block_m, info.block_n)},
-                          opts.dtype(at::kByte));
-    err = launch::build_block_map(p, mb, mh, info.block_m, info.block_n, block_map.data_ptr<uint8_t>(), stream);
+    // The tile masked calls run (the launcher picks its kernel by the map's tile).
+    const int map_m = info.mask_block_m > 0 ? info.mask_block_m : info.block_m;
+    const int map_n = info.mask_block_n > 0 ? info.mask_block_n : info.block_n;
+    block_map = at::empty({launch::block_map_bytes(mb, mh, p.len_q, p.len_kv, map_m, map_n)}, opts.dtype(at::kByte));
+    err = launch::build_block_map(p, mb, mh, map_m, map_n, block_map.data_ptr<uint8_t>(), stream);
     TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: mask block-map launch failed: ", cudaGetErrorString(err));
   }
   at::Tensor workspace;     // FFPA L3's O accumulator (one slot per resident block)

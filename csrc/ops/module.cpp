@@ -90,6 +90,8 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   d["head_dim_v"] = k.head_dim_v;
   d["block_m"] = k.block_m;
   d["block_n"] = k.block_n;
+  d["mask_block_m"] = k.mask_block_m > 0 ? k.mask_block_m : k.block_m;
+  d["mask_block_n"] = k.mask_block_n > 0 ? k.mask_block_n : k.block_n;
   d["warps_m"] = k.warps_m;
   d["warps_n"] = k.warps_n;
   d["chunk_d"] = k.chunk_d;
