@@ -86,7 +86,7 @@ constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
 // The Hopper tile of calls with attn_mask: key tiles of a power of two (128 up to D = 128, 64 up to
 // 256) under 128 query rows, so a mask made of 64- or 128-wide blocks lines up with whole tiles,
 // which the block map then skips or keeps without reading the mask per element. The table's wider
-// tiles (192 rows, 176 / 80 keys) straddle such blocks and read the mask in most tiles: 0.06-0.3x
+// tiles (192 rows, 176 / 80 keys) straddle such blocks and read the mask in most tiles: 0.07-0.21x
 // of these at D = 64..256 with a 128 x 128 checkerboard (H200, docs/hopper_profile.md).
 constexpr Fa2TileSpec fa2_tile_sm90_masked(int head_dim) {
   if (head_dim <= 128) return fa2_wgmma_tile(2, 128);
