@@ -1,7 +1,6 @@
 // The grid of the non-persistent forward kernels, (query blocks x groups, query heads, batch),
 // launched in batch slices because gridDim.z is capped at kMaxGridYZ (65535): each slice offsets the
-// pointers (for_batch_slices). `groups` blocks share each query block (FFPA L2's Dv groups; 1
-// elsewhere). The persistent kernels size their own grids. Torch-free.
+// pointers. `groups` blocks share each query block (FFPA L2's Dv groups; 1 elsewhere). Torch-free.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -11,11 +10,11 @@
 
 namespace ffpa::launch {
 
-// Calls launch(slice, b0) once per batch slice of at most kMaxGridYZ: slice is p with its batch
-// and the pointers of everything indexed by blockIdx.z offset to batch b0.
-template <typename Element, typename Launch>
-cudaError_t for_batch_slices(const FwdParams& p, Launch&& launch) {
+template <typename Element, typename Kernel>
+cudaError_t launch_batched(Kernel kernel, const FwdParams& p, int block_m, int threads, int smem,
+                           cudaStream_t stream, int groups = 1) {
   if (p.heads_q > kMaxGridYZ) return cudaErrorInvalidConfiguration;
+  const int m_blocks = (p.len_q + block_m - 1) / block_m;
   for (int b0 = 0; b0 < p.batch; b0 += kMaxGridYZ) {
     FwdParams s = p;
     s.batch = p.batch - b0 < kMaxGridYZ ? p.batch - b0 : kMaxGridYZ;
@@ -27,21 +26,12 @@ cudaError_t for_batch_slices(const FwdParams& p, Launch&& launch) {
     if (p.mask != nullptr)
       s.mask = static_cast<const char*>(p.mask) + b0 * p.mask_batch_stride * attn::mask_elem_bytes(p.mask_kind);
     if (p.block_map != nullptr) s.block_map = p.block_map + b0 * p.block_map_batch_stride;
-    const cudaError_t err = launch(s, b0);
+    const dim3 grid(static_cast<unsigned>(m_blocks) * groups, s.heads_q, s.batch);
+    kernel<<<grid, threads, smem, stream>>>(s);
+    const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
   return cudaSuccess;
-}
-
-template <typename Element, typename Kernel>
-cudaError_t launch_batched(Kernel kernel, const FwdParams& p, int block_m, int threads, int smem,
-                           cudaStream_t stream, int groups = 1) {
-  const int m_blocks = (p.len_q + block_m - 1) / block_m;
-  return for_batch_slices<Element>(p, [&](const FwdParams& s, int) {
-    const dim3 grid(static_cast<unsigned>(m_blocks) * groups, s.heads_q, s.batch);
-    kernel<<<grid, threads, smem, stream>>>(s);
-    return cudaGetLastError();
-  });
 }
 
 // Checks shared by every launcher before it launches.
