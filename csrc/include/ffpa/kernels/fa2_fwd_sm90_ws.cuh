@@ -1,19 +1,19 @@
-// FA-2 forward on Hopper, warp-specialised and persistent (sm_90a): the kernel the FA-2 family runs
-// on H100/H200 wherever TMA can describe the tensors (launch/fa2_fwd_launch.cuh; otherwise
+// FA-2 forward on Hopper, warp-specialised (sm_90a): the kernel the FA-2 family runs on H100/H200
+// up to D = 256 wherever TMA can describe the tensors (launch/fa2_fwd_launch.cuh; otherwise
 // fa2_fwd_sm90.cuh's cp.async kernel runs, with the same tile, so one mask block map serves both).
 //
-// One block per SM walks work items (128 query rows of one (batch, head)) t = blockIdx.x,
-// blockIdx.x + gridDim.x, ...; items are numbered query block fastest, last query block first
-// (the longest causal rows first), so the blocks resident together share K/V of few heads in L2.
-// The block is 3 warpgroups (4 at D <= 64):
+// A block walks work items (64 query rows per consumer warpgroup of one (batch, head))
+// t = blockIdx.x, blockIdx.x + gridDim.x, ...: one block per SM (persistent; the launcher does this
+// up to D = 128 without causal masking) or one block per item. Items are numbered query block
+// fastest, last query block first (the longest causal rows first), so the blocks resident together
+// share K/V of few heads in L2. The block is 3 warpgroups (4 at D <= 64):
 //
 //   warpgroup 0, producer (24 registers): one thread issues TMA loads -- each item's Q, then K_j
 //     and V_j of every key tile the item sees (causal cut, block-map skip) -- through a one-slot Q
 //     ring and two stage rings (tile/stage_ring.cuh), K's and V's, so S = Q K_j^T may start before
 //     V_j has landed, and the next item's Q and first tiles load under this item's last tiles.
 //   warpgroups 1.., consumers (240 registers each for two, 160 for three): rows [64 c, 64 c + 64)
-//     of the item each; per
-//     key tile
+//     of the item each; per key tile
 //
 //       issue S_j = Q K_j^T (wgmma, both operands by descriptor)
 //       issue O += P_{j-1} V_{j-1} (wgmma, P from registers, V read transposed)   [ping-pong turn]
