@@ -1,8 +1,8 @@
 """Dev A/B of warp-specialised FA-2 kernel variants beside SDPA cuDNN: bench's interleaved timer, L2
 flushed, medians, TFLOPS as the bench counts them (causal: half). Each variant sets FFPA_DEV_WS=<n>
 before its call; the launcher reads nothing by default, so an A/B first adds a temporary switch on
-that variable in Fa2WsLaunch (the form used this session: git show d6783f5 -- csrc/launch) and
-removes it after. Usage: DIMS="64 128" python3 scripts/dev/fa2_ws_variants.py 0,1"""
+that variable in Fa2WsLaunch (e.g. in kernel() or run(): `const char* e = std::getenv("FFPA_DEV_WS");`
+picking a template variant or grid per value; never committed) and removes it after. Usage: DIMS="64 128" python3 scripts/dev/fa2_ws_variants.py 0,1"""
 import os
 import sys
 
