@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate csrc/include/ffpa/ptx/wgmma_gen.cuh: the typed wrappers of the Hopper warpgroup MMA
 (wgmma.mma_async m64nNk16, fp32 accumulation, fp16/bf16 inputs) for every N the FA-2 Hopper
-tiles use. Each N needs its own asm statement (N / 2 accumulator operands), which is why they
+tiles and the FFPA Hopper kernel use. Each N needs its own asm statement (N / 2 accumulator operands), which is why they
 are generated rather than written. Checked in; tests/test_build.py checks it is current.
 
     python tools/gen_wgmma.py            # rewrite the header
@@ -34,6 +34,23 @@ def ss(n: int, elem: str, t: str) -> str:
     asm volatile(
         "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n"
         "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs}}}, %{a}, %{b}, p, 1, 1, 0, 0;\\n}}\\n"
+        : {cons}
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+#endif
+  }}
+"""
+
+
+def ss_tb(n: int, elem: str, t: str) -> str:
+    regs, cons = acc_operands(n)
+    a, b, s = n // 2, n // 2 + 1, n // 2 + 2
+    return f"""  // D[64 x {n}] (+)= A[64 x 16] B[16 x {n}]; A K-major, B MN-major (transposed read), both in shared
+  // memory (descriptors): P from shared memory times V, as FFPA on Hopper runs P V.
+  static __device__ __forceinline__ void ss_tb(float (&d)[{n // 8}][4], uint64_t desc_a, uint64_t desc_b, int accumulate) {{
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs}}}, %{a}, %{b}, p, 1, 1, 0, 1;\\n}}\\n"
         : {cons}
         : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 #endif
@@ -76,7 +93,7 @@ struct WgmmaM64;
 """]
     for elem, t in TYPES.items():
         for n in NS:
-            parts.append(f"\ntemplate <>\nstruct WgmmaM64<{n}, {elem}> {{\n" + ss(n, elem, t) + rs(n, elem, t) + "};\n")
+            parts.append(f"\ntemplate <>\nstruct WgmmaM64<{n}, {elem}> {{\n" + ss(n, elem, t) + ss_tb(n, elem, t) + rs(n, elem, t) + "};\n")
     parts.append("\n}  // namespace ffpa::ptx\n")
     return "".join(parts)
 

@@ -58,30 +58,10 @@ struct Fa2WsLaunch<Element, Traits, true> {
     return cudaSuccess;
   }
 
-  // The rank-4 map (head dim, position, head, batch) of one attention tensor; strides of size-1
-  // dims are irrelevant to the loads and are set to a value TMA takes. A broadcast dim (stride 0,
-  // size > 1) is not a TMA tensor: cudaErrorNotSupported, and the cp.async kernel runs.
   static cudaError_t encode(CUtensorMap* map, const void* base, int cols, int rows, int heads, int batch,
                             int64_t row_stride, int64_t head_stride, int64_t batch_stride, int box_rows) {
-    TmaTensor t;
-    t.base = base;
-    t.elem = std::is_same_v<Element, __half> ? TmaElem::kFloat16 : TmaElem::kBFloat16;
-    t.rank = 4;
-    const uint64_t dims[4] = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(heads),
-                              static_cast<uint64_t>(batch)};
-    const int64_t strides[4] = {1, row_stride, head_stride, batch_stride};
-    for (int i = 0; i < 4; ++i) {
-      t.dims[i] = dims[i];
-      if (i == 0) continue;
-      const uint64_t packed = i == 1 ? static_cast<uint64_t>(cols) * 2 : t.strides[i - 1] * dims[i - 1];
-      if (dims[i] > 1 && strides[i] <= 0) return cudaErrorNotSupported;
-      t.strides[i] = dims[i] == 1 ? packed : static_cast<uint64_t>(strides[i]) * 2;
-    }
-    t.box[0] = 64;
-    t.box[1] = static_cast<uint32_t>(box_rows);
-    t.box[2] = 1;
-    t.box[3] = 1;
-    return encode_tma(map, t, TmaSwizzle::k128B);
+    return encode_attn_tma(map, std::is_same_v<Element, __half> ? TmaElem::kFloat16 : TmaElem::kBFloat16, base, cols,
+                           rows, heads, batch, row_stride, head_stride, batch_stride, box_rows);
   }
 
   static cudaError_t encode_maps(const FwdParams& p, attn::Fa2TmaMaps* m) {

@@ -20,6 +20,15 @@ struct FfpaLauncher {
   static int64_t workspace_bytes(FwdParams params);
 };
 
+// FFPA level 1 on Hopper (ffpa_fwd_sm90_ws.cuh, sm_90a builds): the warp-specialised TMA kernel,
+// falling back to FfpaLauncher's L1 (fp32 accumulation) where TMA cannot take the tensors.
+template <typename Element, int kHeadDim, int kHeadDimV>
+struct FfpaWsLauncher {
+  struct Impl;
+  static cudaError_t run(FwdParams params, cudaStream_t stream);
+  static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
+};
+
 // FA-2: kMma picks the kernel, Fa2Mma::kSync (fa2_fwd_sm80.cuh) or Fa2Mma::kWgmma (fa2_fwd_sm90.cuh,
 // sm_90a builds only); the registry holds one entry per kernel and the chooser picks.
 template <typename Element, int kHeadDim, int kHeadDimV, Fa2Mma kMma>

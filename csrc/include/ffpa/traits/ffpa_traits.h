@@ -204,4 +204,54 @@ struct FfpaTraits {
   static_assert(kThreads <= 512, "at most 16 warps per block");
 };
 
+// ---- L1 on Hopper (kernels/ffpa_fwd_sm90_ws.cuh): one tile, the warpgroup MMA and TMA ----------------
+// A block is a producer warpgroup (TMA) and two consumer warpgroups on kBlockM = 64 query rows. Per
+// key tile of kBlockN = 128 keys, consumer c computes S for keys [64 c, 64 c + 64) over the head dim
+// in 64-wide slices (a Q slice and a K slice per stage, so shared memory does not grow with D); the
+// two exchange row maxima through shared memory, write P (b16) to it, and each accumulates O for
+// its half of the Dv columns in registers (Dv / 4 per thread) from V stages of kVKeys keys x Dv.
+// Shared memory is O(1) in E; a V stage is O(Dv), which is at most 512 (O in registers).
+template <typename Element_, int kHeadDim_, int kHeadDimV_>
+struct FfpaWsTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kHeadDimV = kHeadDimV_;
+  static constexpr int kBlockM = 64;
+  static constexpr int kBlockN = 128;
+  static constexpr int kConsumers = 2;
+  static constexpr int kSliceD = 64;                       // head-dim slice of one Q@K^T stage
+  static constexpr int kVKeys = 32;                        // keys of one V stage
+  static constexpr int kColsS = kBlockN / kConsumers;      // S columns per consumer
+  static constexpr int kColsO = kHeadDimV / kConsumers;    // O columns per consumer
+  static constexpr int kSlicesQK = kHeadDim / kSliceD;     // Q@K^T stages per key tile
+  static constexpr int kStagesV = kBlockN / kVKeys;        // V stages per key tile
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+
+  using QSlice = GmmaSw128Tile<kBlockM, kSliceD>;
+  using KSlice = GmmaSw128Tile<kBlockN, kSliceD>;
+  using VStage = GmmaSw128Tile<kVKeys, kHeadDimV>;
+  using PTile = GmmaSw128Tile<kBlockM, kBlockN>;
+  static constexpr int kQKStageBytes = QSlice::kBytes + KSlice::kBytes;
+  static constexpr int kVStageBytes = VStage::kBytes;
+  static constexpr int kStatBytes = 2 * kConsumers * kBlockM * 4;  // row maxima and row sums per consumer
+  static constexpr int bytes(int qk_stages, int v_stages) {
+    return 1024 + PTile::kBytes + kStatBytes + qk_stages * kQKStageBytes + v_stages * kVStageBytes +
+           2 * 8 * (qk_stages + v_stages);
+  }
+  static constexpr int kMaxSmem = 227 * 1024;
+  static constexpr int kQKStages = 4;
+  static constexpr int kVStages = bytes(kQKStages, 4) <= kMaxSmem ? 4 : bytes(kQKStages, 3) <= kMaxSmem ? 3 : 2;
+  static constexpr int kSmemBytes = bytes(kQKStages, kVStages);
+
+  // Registers after setmaxnreg: the producer keeps 24, the consumers 240 (O: kColsO / 2 of them).
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+
+  static_assert(kHeadDim % kSliceD == 0, "E must be a multiple of the 64-wide slice");
+  static_assert(kHeadDimV % (64 * kConsumers) == 0 && kColsO <= 256,
+                "Dv: whole 64-column chunks per consumer, one wgmma (N <= 256) each");
+  static_assert(kSmemBytes <= kMaxSmem, "the stages fit shared memory");
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
+};
+
 }  // namespace ffpa

@@ -1,0 +1,102 @@
+// Definition of the FFPA level-1 launcher on Hopper (kernels/ffpa_fwd_sm90_ws.cuh; sm_90a builds,
+// compute capability 9.0 only, which the registry's arch says): it runs the warp-specialised TMA
+// kernel when num_stages is auto and TMA can describe q, k and v; otherwise (a stride or base TMA
+// cannot take, an explicit num_stages) the mma.sync L1 kernel, whose tile is the same 64 x 128, so
+// a mask block map serves both. Included only by the generated instantiation files.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "ffpa/kernels/ffpa_fwd_sm90_ws.cuh"
+#include "ffpa/traits/ffpa_traits.h"
+#include "launch/fwd_launcher.h"
+#include "launch/grid.cuh"
+#include "launch/heuristics.h"
+#include "launch/tma_desc.h"
+
+namespace ffpa::launch {
+
+template <typename Element, int kHeadDim, int kHeadDimV>
+struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
+  using Traits = FfpaWsTraits<Element, kHeadDim, kHeadDimV>;
+  // The fallback: the mma.sync L1 kernel of the same head dims (its instantiation is the "any"
+  // line of the same family, which every build that has this one compiles).
+  using Fallback = FfpaLauncher<Element, kHeadDim, kHeadDimV, Level::kL1, AccMode::kF32>;
+  using SyncTraits = FfpaTraits<Element, kHeadDim, kHeadDimV, Level::kL1, L1Tile<kHeadDim, kHeadDimV>>;
+  static_assert(SyncTraits::kBlockM == Traits::kBlockM && SyncTraits::kBlockN == Traits::kBlockN,
+                "the fallback kernel's tile is the TMA kernel's, so one mask block map serves both");
+  static inline bool opted_in[64] = {};
+  static attn::FfpaKernelWs kernel() { return attn::ffpa_fwd_ws_kernel<Traits>; }
+  static constexpr TmaElem kElem = std::is_same_v<Element, __half> ? TmaElem::kFloat16 : TmaElem::kBFloat16;
+
+  static cudaError_t encode_maps(const FwdParams& p, attn::FfpaTmaMaps* m) {
+    cudaError_t err = encode_attn_tma(&m->q, kElem, p.q, kHeadDim, p.len_q, p.heads_q, p.batch, p.q_row_stride,
+                                      p.q_head_stride, p.q_batch_stride, Traits::kBlockM);
+    if (err == cudaSuccess)
+      err = encode_attn_tma(&m->k, kElem, p.k, kHeadDim, p.len_kv, p.heads_kv, p.batch, p.k_row_stride,
+                            p.k_head_stride, p.k_batch_stride, Traits::kBlockN);
+    if (err == cudaSuccess)
+      err = encode_attn_tma(&m->v, kElem, p.v, kHeadDimV, p.len_kv, p.heads_kv, p.batch, p.v_row_stride,
+                            p.v_head_stride, p.v_batch_stride, Traits::kVKeys);
+    return err;
+  }
+
+  // cudaErrorNotSupported: this call is the fallback's (TMA cannot take the tensors, or too many items).
+  static cudaError_t run_ws(const FwdParams& p, cudaStream_t stream) {
+    if (p.num_stages != 0) return cudaErrorNotSupported;
+    const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
+    if (items > INT32_MAX) return cudaErrorNotSupported;
+    alignas(64) attn::FfpaTmaMaps maps;
+    if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
+    if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
+    const auto fn = kernel();
+    const cudaError_t err = opt_in_smem(fn, Traits::kSmemBytes, opted_in);
+    if (err != cudaSuccess) return err;
+    fn<<<static_cast<unsigned>(items), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
+    return cudaGetLastError();
+  }
+};
+
+template <typename Element, int kHeadDim, int kHeadDimV>
+cudaError_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages, bool query_attributes,
+                                                               KernelInfo* out) {
+  using Traits = typename Impl::Traits;
+  if (num_stages != 0) return Impl::Fallback::info(num_stages, query_attributes, out);
+  KernelInfo k;
+  k.family = Family::kFfpa;
+  k.level = 1;
+  k.wgmma = true;
+  k.acc = AccMode::kF32;
+  k.head_dim = kHeadDim;
+  k.head_dim_v = kHeadDimV;
+  k.block_m = Traits::kBlockM;
+  k.block_n = Traits::kBlockN;
+  k.warps_m = 4;
+  k.warps_n = Traits::kConsumers;
+  k.producer_warps = 4;
+  k.chunk_d = Traits::kSliceD;
+  k.group_d = kHeadDimV;
+  k.threads = Traits::kThreads;
+  k.num_stages = Traits::kQKStages;
+  k.smem_bytes = Traits::kSmemBytes;
+  if (query_attributes) {
+    const cudaError_t err = query_kernel_attributes(Impl::kernel(), &k);
+    if (err != cudaSuccess) return err;
+  }
+  *out = k;
+  return cudaSuccess;
+}
+
+template <typename Element, int kHeadDim, int kHeadDimV>
+cudaError_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::run(FwdParams p, cudaStream_t stream) {
+  using Traits = typename Impl::Traits;
+  if (p.num_stages < 0 || !params_ok(p, kHeadDim, kHeadDimV)) return cudaErrorInvalidValue;
+  if (p.block_map != nullptr && (p.block_map_m != Traits::kBlockM || p.block_map_n != Traits::kBlockN))
+    return cudaErrorInvalidValue;
+  const cudaError_t err = Impl::run_ws(p, stream);
+  if (err != cudaErrorNotSupported) return err;
+  return Impl::Fallback::run(p, stream);
+}
+
+}  // namespace ffpa::launch
