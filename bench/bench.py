@@ -398,8 +398,9 @@ _SKIP_EXC = (NotImplementedError, RuntimeError, ValueError, TypeError, Assertion
 
 def _auto_kernel(sw, q, k, v, causal, gqa, mask):
     """What ffpa_auto runs on these inputs (a result's "auto_kernel"): "sdpa" where a strict call
-    is refused (auto falls back to torch SDPA), else the family the build's head-dim pairs and the
-    level heuristic (ffpa_attn._C.pick_ffpa_level) give; None where that is unknown."""
+    is refused (auto falls back to torch SDPA), else the family the chooser picks on this device
+    (ffpa_attn._C.route; without it, the build's head-dim pairs and the level heuristic,
+    ffpa_attn._C.pick_ffpa_level); None where that is unknown."""
     try:  # strict refusals raise before any launch
         sw.ffpa.forward(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
                         enable_gqa=gqa, strict=True)
@@ -412,8 +413,19 @@ def _auto_kernel(sw, q, k, v, causal, gqa, mask):
     B, Hq, L, D = q.shape
     S, Dv = k.shape[2], v.shape[3]
     try:
-        pick = importlib.import_module("ffpa_attn._C").pick_ffpa_level
-    except (ImportError, AttributeError):
+        C = importlib.import_module("ffpa_attn._C")
+    except ImportError:
+        return auto_pick(sw.pairs, D, Dv)
+    route = getattr(C, "route", None)  # the chooser itself, on this device (knows the Hopper kernels)
+    if route is not None:
+        try:
+            got = route("fwd", str(q.dtype).replace("torch.", ""), D, Dv, 0, 0, L, S, B * Hq)
+        except (ValueError, RuntimeError):
+            got = None
+        if got is not None:
+            return got["family"]
+    pick = getattr(C, "pick_ffpa_level", None)
+    if pick is None:
         return auto_pick(sw.pairs, D, Dv)
     return auto_pick(sw.pairs, D, Dv, lambda levels: pick(D, Dv, L, S, B * Hq, levels))
 

@@ -108,9 +108,8 @@ class Family:
         return self.name + (f"_{self.tag}" if self.tag else "")
 
 
-# The pairs of the Hopper L1 kernel: Dv a multiple of 128 up to 512 (each consumer warpgroup holds Dv / 2
-# columns of O in registers), E a multiple of 64.
-_FFPA_WS_PAIRS = ((384, 384), (512, 512), (576, 512))
+# The pairs of the Hopper L1 kernel: all of the FFPA range (Dv above 512 in two column groups).
+_FFPA_WS_PAIRS = _FFPA_PAIRS
 _FFPA_LAUNCHER = "FfpaLauncher<{elem}, {d}, {dv}, Level::kL{level}, {acc}>"
 # FA-2: 32..256 step 32, 192/128, 320 and 384, where its whole-head-dim tile beats FFPA L1
 # (docs/tuning_fa2.md runs 8 and 16).
@@ -127,8 +126,8 @@ FAMILIES = (
            "launch/fa2_fwd_launch.cuh", _FA2_PAIRS, half_accs=False, auto="first", workspace=False,
            arch="any", priority=1),
     # FFPA L1 on Hopper (ffpa_fwd_sm90_ws.cuh: wgmma, TMA, warp-specialised), preferred to the mma.sync L1
-    # on compute capability 9.0 (which it falls back to where TMA cannot take the tensors). Dv up to 512
-    # in whole 128-column pairs of chunks: O splits over its two consumer warpgroups.
+    # on compute capability 9.0 (which it falls back to where TMA cannot take the tensors). O splits over
+    # its two consumer warpgroups, in registers: Dv above 512 runs as two column groups.
     Family("ffpa_l1", "fwd", 1, "Family::kFfpa", "FfpaWsLauncher<{elem}, {d}, {dv}>", "launch/ffpa_fwd_ws_launch.cuh",
            _FFPA_WS_PAIRS, half_accs=False, auto="heuristic", workspace=False, arch="90a", priority=1, tag="wgmma"),
     Family("ffpa_l1", "fwd", 1, "Family::kFfpa", _FFPA_LAUNCHER, "launch/ffpa_fwd_launch.cuh", _FFPA_PAIRS,

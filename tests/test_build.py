@@ -219,8 +219,8 @@ def test_op_schema_is_the_one_python_calls():
 
 
 def test_level_heuristic_rule():
-    """Auto calls above the FA-2 head dims: L1 up to Dv = 640, L3 beyond (and
-    where L1 is missing), L1 where L3 is missing, L2 only when it is the one level compiled (it
+    """Auto calls above the FA-2 head dims: L1 up to Dv = 640 (at every Dv where L1 is the Hopper
+    kernel), L3 beyond (and where L1 is missing), L1 where L3 is missing, L2 only when it is the one level compiled (it
     recomputes Q@K^T)."""
     import ffpa_attn._C as C
 
@@ -238,6 +238,10 @@ def test_level_heuristic_rule():
         assert pick(d, [1, 2, 3]) == 3
         assert pick(d, [1]) == 1  # only what exists (the registry has no L1 kernel that wide)
     assert pick(1024, []) == 0
+    # the Hopper L1 kernel (wgmma + TMA, O in registers at any Dv) wins at every head dim it has
+    for d in (320, 768, 1024):
+        assert C.pick_ffpa_level(d, d, 8192, 8192, 32, [1, 2, 3], l1_hopper=True) == 1
+    assert C.pick_ffpa_level(1024, 1024, 8192, 8192, 32, [2, 3], l1_hopper=True) == 3
     with pytest.raises(ValueError, match="levels are 1..3, got 4"):
         pick(1024, [4])
 
@@ -318,9 +322,9 @@ def test_manifest_registry_lists_every_compiled_kernel():
     info = ffpa_attn.build_info()
     reg = info["registry"]
     assert reg and len({(e["family"], e["arch"], e["dtype"], e["acc"], e["E"], e["Ev"]) for e in reg}) == len(reg)
-    # the arch-specific lines exactly where the build has that arch (FA-2's wgmma kernel: sm_90a)
+    # the arch-specific lines exactly where the build has that arch (FA-2's and FFPA L1's wgmma kernels: sm_90a)
     assert {e["arch"] for e in reg} <= {"any"} | set(info["archs"])
-    assert any(e["arch"] == "90a" for e in reg) == ("90a" in info["archs"] and bool(_pairs("fa2")))
+    assert any(e["arch"] == "90a" for e in reg) == ("90a" in info["archs"] and bool(_pairs("fa2") or _pairs("ffpa_l1")))
     for family in info["families"]:
         entries = [e for e in reg if e["family"] == family]
         assert {(e["E"], e["Ev"]) for e in entries} == set(_pairs(family)), family

@@ -290,6 +290,78 @@ def test_auto_level_runs_the_heuristic_choice():
         pytest.skip("neither D=320 nor D=2048 is compiled for bf16 in this build")
 
 
+# ---- L1 on Hopper: the warp-specialised TMA kernel and its fallback ------------------------------
+
+HOPPER_L1 = bool(HAS_GPU and torch.cuda.get_device_capability() == (9, 0) and "90a" in _INFO.get("archs", [])
+                 and any(e["family"] == "ffpa_l1" and e["arch"] == "90a" for e in _INFO.get("registry", [])))
+HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (768, 768), (1024, 1024)]
+
+
+def kernels_launched(fn):
+    """Names of the CUDA kernels fn() launches (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+
+
+@pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
+@pytest.mark.parametrize("D,Dv", HOPPER_PAIRS, ids=[f"{d}-{dv}" for d, dv in HOPPER_PAIRS])
+def test_l1_hopper_tma_kernel_and_its_fallback(D, Dv):
+    """On Hopper, L1 runs the warp-specialised TMA kernel (two Dv column groups above 512) for BHLD and
+    BLHD tensors, GQA, odd lengths, a negative scale and a block-sparse mask (whose block map is at the
+    mma.sync tile, 32 x 64 .. 64 x 128, merged into 64 x 128 tiles); an explicit num_stages, or K/V
+    broadcast over the batch (stride 0: no TMA map), runs the mma.sync L1 kernel instead. Each path is
+    checked against the reference, and which kernel ran is read from the profiler."""
+    dtype = next((dt for dt in (torch.bfloat16, torch.float16) if compiled(dt, D, 1, dv=Dv)), None)
+    if dtype is None:
+        pytest.skip(f"L1 {D}/{Dv} not compiled")
+    B, Hq, Hkv, L, S = 2, 4, 2, 333, 517
+    ws, sync = "ffpa_fwd_ws_kernel", "ffpa_fwd_kernel"
+    bhld = rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=31, Dv=Dv)
+    cases = {
+        "bhld": (bhld, {}, ws),
+        "blhd": (rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=32, layout="blhd", Dv=Dv), {}, ws),
+        "negative scale": (bhld, {"scale": -0.04}, ws),
+        "num_stages=2": (bhld, {"num_stages": 2}, sync),
+    }
+    q, k, v = rand_qkv(1, Hq, Hkv, L, S, D, dtype, seed=33, Dv=Dv)
+    cases["kv broadcast over batch"] = ((torch.cat([q, q.flip(2)]), k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1)),
+                                        {}, sync)
+    mask = make_mask("blocksparse", B, Hq, L, S, dtype, torch.Generator(device="cuda").manual_seed(34))
+    cases["blocksparse mask"] = (bhld, {"attn_mask": mask}, ws)
+    cases["blocksparse mask, num_stages=2"] = (bhld, {"attn_mask": mask, "num_stages": 2}, sync)
+    for name, ((q, k, v), kw, kernel) in cases.items():
+        for causal in ("none",) if "attn_mask" in kw else ("none", "top_left", "bottom_right"):
+            got = {}
+            kw2 = dict(kw, causal_align=causal) if causal != "none" else kw
+            names = kernels_launched(lambda: got.update(zip(("out", "lse"), run_ffpa(q, k, v, causal != "none", **kw2))))
+            assert any(kernel in n for n in names), (name, causal, names)
+            assert_close_to_reference(got["out"], q, k, v, is_causal=causal != "none", scale=kw.get("scale"),
+                                      attn_mask=kw.get("attn_mask"), causal_bottom_right=causal == "bottom_right",
+                                      lse=got["lse"], what=f"L1 {D}/{Dv} {name} {causal}")
+
+
+@pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
+def test_l1_hopper_kernel_shared_memory_is_the_same_at_every_head_dim():
+    """The Hopper L1 kernel's launch (auto depth) at every compiled pair: the wgmma kernel with a producer
+    warpgroup, 64 x 128 tiles, 64-wide E slices and one shared-memory size from D = 320 to 1024
+    (E streams in slices; the V ring is a fixed budget); groups of at most 512 Dv columns."""
+    import ffpa_attn._C as C
+
+    dt = "bfloat16" if "bfloat16" in _INFO.get("dtypes", []) else "float16"
+    pairs = [tuple(p) for p in _INFO["head_dim_pairs"]["ffpa_l1"]]
+    infos = {p: C.kernel_info(dt, "ffpa_l1", *p, 0, True) for p in pairs}
+    for p, i in infos.items():
+        assert i["mma"] == "wgmma" and i["producer_warps"] == 4 and i["threads"] == 384, (p, i)
+        assert (i["block_m"], i["block_n"], i["chunk_d"]) == (64, 128, 64), (p, i)
+        assert i["group_d"] <= 512 and -(-p[1] // i["group_d"]) <= 2, (p, i)
+        assert i["local_bytes"] == 0, (p, i)
+    assert len({i["smem_bytes"] for i in infos.values()}) == 1, {p: i["smem_bytes"] for p, i in infos.items()}
+
+
 # ---- torch integration -------------------------------------------------------------------------
 
 def _first_dtype_dim():

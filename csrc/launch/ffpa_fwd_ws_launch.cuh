@@ -1,8 +1,8 @@
 // Definition of the FFPA level-1 launcher on Hopper (kernels/ffpa_fwd_sm90_ws.cuh; sm_90a builds,
 // compute capability 9.0 only, which the registry's arch says): it runs the warp-specialised TMA
 // kernel when num_stages is auto and TMA can describe q, k and v; otherwise (a stride or base TMA
-// cannot take, an explicit num_stages) the mma.sync L1 kernel, whose tile is the same 64 x 128, so
-// a mask block map serves both. Included only by the generated instantiation files.
+// cannot take, an explicit num_stages) the mma.sync L1 kernel, whose tile divides its 64 x 128: the
+// mask block map is built at that tile and serves both. Included only by the generated instantiation files.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -24,8 +24,9 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   // line of the same family, which every build that has this one compiles).
   using Fallback = FfpaLauncher<Element, kHeadDim, kHeadDimV, Level::kL1, AccMode::kF32>;
   using SyncTraits = FfpaTraits<Element, kHeadDim, kHeadDimV, Level::kL1, L1Tile<kHeadDim, kHeadDimV>>;
-  static_assert(SyncTraits::kBlockM == Traits::kBlockM && SyncTraits::kBlockN == Traits::kBlockN,
-                "the fallback kernel's tile is the TMA kernel's, so one mask block map serves both");
+  // The mask block map is built at the fallback's tile, which the TMA kernel reads by merging blocks.
+  static_assert(Traits::kBlockM % SyncTraits::kBlockM == 0 && Traits::kBlockN % SyncTraits::kBlockN == 0,
+                "the fallback kernel's tile divides the TMA kernel's, so one mask block map serves both");
   static inline bool opted_in[64] = {};
   static attn::FfpaKernelWs kernel() { return attn::ffpa_fwd_ws_kernel<Traits>; }
   static constexpr TmaElem kElem = std::is_same_v<Element, __half> ? TmaElem::kFloat16 : TmaElem::kBFloat16;
@@ -45,7 +46,8 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   // cudaErrorNotSupported: this call is the fallback's (TMA cannot take the tensors, or too many items).
   static cudaError_t run_ws(const FwdParams& p, cudaStream_t stream) {
     if (p.num_stages != 0) return cudaErrorNotSupported;
-    const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
+    const int64_t items =
+        static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * Traits::kGroups * p.heads_q * p.batch;
     if (items > INT32_MAX) return cudaErrorNotSupported;
     alignas(64) attn::FfpaTmaMaps maps;
     if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
@@ -72,11 +74,13 @@ cudaError_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages, b
   k.head_dim_v = kHeadDimV;
   k.block_m = Traits::kBlockM;
   k.block_n = Traits::kBlockN;
+  k.mask_block_m = Impl::SyncTraits::kBlockM;
+  k.mask_block_n = Impl::SyncTraits::kBlockN;
   k.warps_m = 4;
   k.warps_n = Traits::kConsumers;
   k.producer_warps = 4;
   k.chunk_d = Traits::kSliceD;
-  k.group_d = kHeadDimV;
+  k.group_d = Traits::kGroupCols;
   k.threads = Traits::kThreads;
   k.num_stages = Traits::kQKStages;
   k.smem_bytes = Traits::kSmemBytes;
@@ -92,7 +96,8 @@ template <typename Element, int kHeadDim, int kHeadDimV>
 cudaError_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::run(FwdParams p, cudaStream_t stream) {
   using Traits = typename Impl::Traits;
   if (p.num_stages < 0 || !params_ok(p, kHeadDim, kHeadDimV)) return cudaErrorInvalidValue;
-  if (p.block_map != nullptr && (p.block_map_m != Traits::kBlockM || p.block_map_n != Traits::kBlockN))
+  if (p.block_map != nullptr &&
+      (p.block_map_m != Impl::SyncTraits::kBlockM || p.block_map_n != Impl::SyncTraits::kBlockN))
     return cudaErrorInvalidValue;
   const cudaError_t err = Impl::run_ws(p, stream);
   if (err != cudaErrorNotSupported) return err;

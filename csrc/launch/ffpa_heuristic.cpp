@@ -8,6 +8,8 @@
 //    1024 155 / 174; causal 768 159 / 165.
 //  * L2 never on its own: it recomputes Q@K^T once per 256-wide Dv group and lost to L1 at
 //    every head dim measured; it runs when forced, or when it is the only level compiled.
+//  * On Hopper, L1 is the wgmma kernel, O in registers at any Dv (two column groups above 512, S
+//    computed by each): L1 at every head dim (H200, bf16, B=1 H=32 N=8192, one run; README table).
 // The rule depends on the head dim only: the sweeps covered N = 4096..8192 on H100/H200, so there
 // is no measured reason yet to branch on lengths, batch x heads (they stay in RouteQuery for the
 // rules that will need them) or device facts.
@@ -15,8 +17,8 @@
 
 namespace ffpa::launch {
 
-int pick_ffpa_level(const RouteQuery& q, const bool (&compiled)[4]) {
-  if (compiled[1] && q.head_dim_v <= 640) return 1;
+int pick_ffpa_level(const RouteQuery& q, const bool (&compiled)[4], bool l1_hopper) {
+  if (compiled[1] && (l1_hopper || q.head_dim_v <= 640)) return 1;
   if (compiled[3]) return 3;
   if (compiled[1]) return 1;
   if (compiled[2]) return 2;

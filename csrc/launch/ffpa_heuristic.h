@@ -7,7 +7,8 @@
 namespace ffpa::launch {
 
 // The FFPA level (1..3) that runs `q` fastest among the compiled ones (compiled[level]), or 0
-// when none is compiled.
-int pick_ffpa_level(const RouteQuery& q, const bool (&compiled)[4]);
+// when none is compiled. l1_hopper: the level-1 kernel the call would run is the Hopper one
+// (wgmma + TMA, kernels/ffpa_fwd_sm90_ws.cuh), not mma.sync.
+int pick_ffpa_level(const RouteQuery& q, const bool (&compiled)[4], bool l1_hopper);
 
 }  // namespace ffpa::launch

@@ -54,7 +54,8 @@ const RegistryEntry* route(const RouteQuery& q) {
   bool compiled[4] = {false, false, false, false};
   for (int level = 1; level <= 3; ++level)
     compiled[level] = best(q, [level](const RegistryEntry& e) { return !e.auto_first && e.level == level; }) != nullptr;
-  const int level = pick_ffpa_level(q, compiled);
+  const RegistryEntry* l1 = best(q, [](const RegistryEntry& e) { return !e.auto_first && e.level == 1; });
+  const int level = pick_ffpa_level(q, compiled, l1 != nullptr && l1->exact_cc != 0);
   if (level == 0) return nullptr;
   return best(q, [level](const RegistryEntry& e) { return !e.auto_first && e.level == level; });
 }

@@ -110,8 +110,10 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
 }
 
 // The level heuristic of auto calls on explicit inputs (no GPU needed): which FFPA level (1..3, 0 =
-// none) runs head dims (D, Dv) at lengths (L, S) when the levels in `compiled` exist.
-int pick_ffpa_level(int head_dim, int head_dim_v, int len_q, int len_kv, int64_t batch_heads, const py::list& compiled) {
+// none) runs head dims (D, Dv) at lengths (L, S) when the levels in `compiled` exist; l1_hopper: the
+// level-1 kernel there is the Hopper (wgmma + TMA) one.
+int pick_ffpa_level(int head_dim, int head_dim_v, int len_q, int len_kv, int64_t batch_heads, const py::list& compiled,
+                    bool l1_hopper) {
   using namespace ffpa::launch;
   bool have[4] = {false, false, false, false};
   for (const auto& x : compiled) {
@@ -125,7 +127,7 @@ int pick_ffpa_level(int head_dim, int head_dim_v, int len_q, int len_kv, int64_t
   q.len_q = len_q;
   q.len_kv = len_kv;
   q.batch_heads = batch_heads;
-  return pick_ffpa_level(q, have);
+  return pick_ffpa_level(q, have, l1_hopper);
 }
 
 // What the chooser (launch/route.cpp) runs for a call with these arguments on the current device:
@@ -191,7 +193,7 @@ PYBIND11_MODULE(_C, m) {
         py::arg("head_dim_v"), py::arg("num_stages") = 0, py::arg("query_attributes") = false, py::arg("acc") = "fp32",
         "Launch configuration (tile, threads, stages, shared memory; registers on request) of one kernel");
   m.def("pick_ffpa_level", &pick_ffpa_level, py::arg("head_dim"), py::arg("head_dim_v"), py::arg("len_q"),
-        py::arg("len_kv"), py::arg("batch_heads"), py::arg("compiled"),
+        py::arg("len_kv"), py::arg("batch_heads"), py::arg("compiled"), py::arg("l1_hopper") = false,
         "The FFPA level an auto call would run (csrc/launch/ffpa_heuristic.cpp), for explicit inputs");
   m.def("route", &route, py::arg("op"), py::arg("dtype"), py::arg("head_dim"), py::arg("head_dim_v"),
         py::arg("level"), py::arg("acc"), py::arg("len_q"), py::arg("len_kv"), py::arg("batch_heads"),

@@ -33,7 +33,8 @@
 //
 // TMA zero-fills rows past L and S (finite, so masked columns of P V stay 0); scores past S and
 // above the causal limit are masked per element in boundary tiles, attn_mask in the block map's
-// partial tiles; a negative scale takes the per-element path (it multiplies before the row max).
+// partial tiles (the map is at the fallback kernel's tile: tile_code merges its blocks); a negative
+// scale takes the per-element path (it multiplies before the row max).
 #pragma once
 #include <cuda.h>
 
@@ -75,16 +76,13 @@ struct FfpaFwdWs {
   using RingQK = StageRing<Traits::kQKStages>;
   using RingV = StageRing<Traits::kVStages>;
   using MmaS = ptx::WgmmaM64<Traits::kColsS, Element>;
-  using MmaO = ptx::WgmmaM64<Traits::kColsO, Element>;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kColsS = Traits::kColsS;
-  static constexpr int kColsO = Traits::kColsO;
   static constexpr int kNS = kColsS / 8;  // m16n8 S tiles per warp
-  static constexpr int kNO = kColsO / 8;  // m16n8 O tiles per warp
   static constexpr int kSlicesQK = Traits::kSlicesQK;
   static constexpr int kStagesV = Traits::kStagesV;
-  static constexpr int kVChunks = Traits::kHeadDimV / 64;  // TMA boxes of one V stage
+  static constexpr int kVChunks = Traits::kGroupCols / 64;  // TMA boxes of one V stage
   static constexpr uint32_t kConsumerWarps = 4 * Traits::kConsumers;  // arrivals that release a stage
   static constexpr uint32_t kPairThreads = 128 * Traits::kConsumers;
   // Named barriers of the consumer pair (0 is __syncthreads).
@@ -103,7 +101,7 @@ struct FfpaFwdWs {
     Smem s;
     s.qk = (raw + 1023u) & ~1023u;
     s.v = s.qk + Traits::kQKStages * Traits::kQKStageBytes;
-    s.p = s.v + Traits::kVStages * Traits::kVStageBytes;
+    s.p = s.v + Traits::kVRingBytes;
     const uint32_t stats = s.p + PTile::kBytes;
     s.stats = reinterpret_cast<float*>(smem_raw + (stats - raw));
     s.ring_qk = RingQK{stats + Traits::kStatBytes};
@@ -112,24 +110,45 @@ struct FfpaFwdWs {
   }
 
   struct Item {
-    int m_block, head, batch, m0, n_end;
-    const uint8_t* codes;  // the item's row of the mask block map, or null
+    int m_block, group, head, batch, m0, n_end;
+    const uint8_t* codes;  // the item's first row of the mask block map, or null
   };
 
   static __device__ __forceinline__ Item item(const FwdParams& p, int t, int m_blocks) {
     Item w;
     w.m_block = m_blocks - 1 - t % m_blocks;
-    const int bh = t / m_blocks;
+    w.group = Traits::kGroups == 1 ? 0 : (t / m_blocks) % Traits::kGroups;
+    const int bh = t / m_blocks / Traits::kGroups;
     w.head = bh % p.heads_q;
     w.batch = bh / p.heads_q;
     w.m0 = w.m_block * kBlockM;
     w.n_end = block_kv_tiles<kBlockN>(p, w.m0, min(kBlockM, p.len_q - w.m0));
-    w.codes = p.block_map == nullptr ? nullptr : block_map_row(p, w.batch, w.head, w.m_block);
+    w.codes = p.block_map == nullptr ? nullptr : block_map_row(p, w.batch, w.head, w.m_block * (kBlockM / p.block_map_m));
     return w;
   }
 
-  static __device__ __forceinline__ int next_tile(const uint8_t* codes, int j, int n_end) {
-    return codes != nullptr ? skip_masked_tiles(codes, j, n_end) : j;
+  // The block map is built at the fallback kernel's tile (launch/ffpa_fwd_ws_launch.cuh): its blocks
+  // of block_map_m x block_map_n (dividing 64 x 128) that make up key tile j of the item's rows
+  // merge to one code: skipped if all are, full if all are (blocks past the map's edge hold no
+  // element and count for neither), else partial.
+  static __device__ __forceinline__ uint8_t tile_code(const FwdParams& p, const Item& w, int j) {
+    const int rm = kBlockM / p.block_map_m, rn = kBlockN / p.block_map_n;
+    const int rows = (p.len_q + p.block_map_m - 1) / p.block_map_m - w.m_block * rm;
+    bool seen = false, full = true;
+    for (int a = 0; a < rm && a < rows; ++a)
+      for (int b = 0; b < rn && j * rn + b < p.block_map_n_blocks; ++b) {
+        const uint8_t code = w.codes[a * p.block_map_n_blocks + j * rn + b];
+        seen |= code != kBlockSkip;
+        full &= code == kBlockFull;
+      }
+    return !seen ? static_cast<uint8_t>(kBlockSkip) : full ? static_cast<uint8_t>(kBlockFull) : static_cast<uint8_t>(kBlockPartial);
+  }
+
+  // The first key tile at or after j, below the item's end, that the block map does not skip.
+  static __device__ __forceinline__ int next_tile(const FwdParams& p, const Item& w, int j) {
+    if (w.codes != nullptr)
+      while (j < w.n_end && tile_code(p, w, j) == kBlockSkip) ++j;
+    return j;
   }
 
   // ---- producer ----------------------------------------------------------------------------
@@ -141,7 +160,7 @@ struct FfpaFwdWs {
     const int head_kv = w.head / (p.heads_q / p.heads_kv);
     typename RingQK::State sq;
     typename RingV::State sv;
-    for (int j = next_tile(w.codes, 0, w.n_end); j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end)) {
+    for (int j = next_tile(p, w, 0); j < w.n_end; j = next_tile(p, w, j + 1)) {
       for (int d = 0; d < kSlicesQK; ++d, sq.advance()) {
         const uint32_t stage = s.qk + sq.stage * Traits::kQKStageBytes;
         s.ring_qk.producer_acquire(sq);
@@ -156,7 +175,7 @@ struct FfpaFwdWs {
         s.ring_v.producer_expect(sv, Traits::kVStageBytes);
 #pragma unroll
         for (int c = 0; c < kVChunks; ++c)
-          ptx::tma_load_4d(stage + VStage::chunk(c), &maps.v, s.ring_v.full(sv.stage), 64 * c,
+          ptx::tma_load_4d(stage + VStage::chunk(c), &maps.v, s.ring_v.full(sv.stage), w.group * Traits::kGroupCols + 64 * c,
                            j * kBlockN + v * Traits::kVKeys, head_kv, w.batch);
       }
     }
@@ -191,18 +210,19 @@ struct FfpaFwdWs {
     if (lane == 0) sm.ring_qk.consumer_release(typename RingQK::State{prev, 0});
   }
 
-  // O_c += P V_j[:, c Dv / 2 ..], one V stage (two k-steps of 16 keys) at a time.
-  static __device__ __forceinline__ void pv(float (&o)[kNO][4], const Smem& sm, typename RingV::State& st, int c,
+  // O_c += P V_j[:, kCol ..  kCol + kCols) of the group, one V stage (two k-steps of 16 keys) at a time.
+  template <int kCols, int kCol>
+  static __device__ __forceinline__ void pv(float (&o)[kCols / 8][4], const Smem& sm, typename RingV::State& st,
                                             int lane) {
     int prev = 0;
 #pragma unroll 1
     for (int v = 0; v < kStagesV; ++v) {
       sm.ring_v.consumer_wait(st);
-      const uint32_t vs = sm.v + st.stage * Traits::kVStageBytes + VStage::chunk(c * kColsO / 64);
+      const uint32_t vs = sm.v + st.stage * Traits::kVStageBytes + VStage::chunk(kCol / 64);
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Traits::kVKeys / 16; ++kk)
-        MmaO::ss_tb(o, k_major(sm.p + PTile::k_major_kstep(v * Traits::kVKeys / 16 + kk)),
+        ptx::WgmmaM64<kCols, Element>::ss_tb(o, k_major(sm.p + PTile::k_major_kstep(v * Traits::kVKeys / 16 + kk)),
                     ptx::gmma_desc_sw128(vs + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024), 1);
       ptx::wgmma_commit_group();
       if (v > 0) {
@@ -241,8 +261,10 @@ struct FfpaFwdWs {
     }
   }
 
-  // One item on consumer c.
-  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c) {
+  // One item on consumer c, which owns O columns [kCol, kCol + kCols) of the item's group.
+  template <int c, int kCols, int kCol>
+  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w) {
+    constexpr int kNO = kCols / 8;  // m16n8 O tiles per warp
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int r0 = 16 * warp + g;  // this thread's first row in the block (and r0 + 8)
     const int row0 = w.m0 + 16 * warp;
@@ -256,12 +278,12 @@ struct FfpaFwdWs {
     typename RingQK::State sq;
     typename RingV::State sv;
 
-    for (int j = next_tile(w.codes, 0, w.n_end); j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end)) {
+    for (int j = next_tile(p, w, 0); j < w.n_end; j = next_tile(p, w, j + 1)) {
       float s[kNS][4];
       qk(s, sm, sq, c, lane);
 
       const int n0 = j * kBlockN + c * kColsS;
-      const uint8_t code = w.codes != nullptr ? w.codes[j] : static_cast<uint8_t>(kBlockFull);
+      const uint8_t code = w.codes != nullptr ? tile_code(p, w, j) : static_cast<uint8_t>(kBlockFull);
       const bool per_elem = code == kBlockPartial || n0 + kColsS > p.len_kv || p.scale_log2 < 0.f ||
                             (p.is_causal && n0 + kColsS - 1 > w.m0 + p.causal_offset);
       if (per_elem) mask(s, p, w, code, row0, n0, g, t4);
@@ -305,17 +327,19 @@ struct FfpaFwdWs {
       }
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(kBarP, kPairThreads);
-      pv(o, sm, sv, c, lane);
+      pv<kCols, kCol>(o, sm, sv, lane);
     }
-    store(p, w, sm, c, r0, row0, g, t4, o, row_max, row_sum);
+    store<c, kCols, kCol>(p, w, sm, r0, row0, g, t4, o, row_max, row_sum);
   }
 
   // Epilogue: the pair adds its partial row sums (barrier 3), then each stores O / l for its
-  // columns straight from the accumulators (a quad writes one 16-byte run of a row); consumer 0
-  // writes the LSE.
-  static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, const Smem& sm, int c, int r0,
-                                               int row0, int g, int t4, const float (&o)[kNO][4],
+  // columns straight from the accumulators (a quad writes one 16-byte run of a row; the padding
+  // columns of a last group past Dv are not stored); consumer 0 of group 0 writes the LSE.
+  template <int c, int kCols, int kCol>
+  static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, const Smem& sm, int r0, int row0,
+                                               int g, int t4, const float (&o)[kCols / 8][4],
                                                const float (&row_max)[2], float (&row_sum)[2]) {
+    constexpr int kNO = kCols / 8;
     float* sum_mine = sm.stats + (2 + c) * kBlockM;
     const float* sum_other = sm.stats + (3 - c) * kBlockM;
 #pragma unroll
@@ -332,11 +356,13 @@ struct FfpaFwdWs {
       const float inv = inv_row_sum(l);
       const int row = row0 + g + 8 * r;
       if (row < p.len_q) {
-        uint32_t* dst =
-            reinterpret_cast<uint32_t*>(o_base + static_cast<int64_t>(row) * p.o_row_stride + c * kColsO + 2 * t4);
+        const int col = w.group * Traits::kGroupCols + kCol + 2 * t4;
+        uint32_t* dst = reinterpret_cast<uint32_t*>(o_base + static_cast<int64_t>(row) * p.o_row_stride + col);
 #pragma unroll
-        for (int n = 0; n < kNO; ++n) dst[4 * n] = Num::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-        if (p.lse != nullptr && c == 0 && t4 == 0)
+        for (int n = 0; n < kNO; ++n)
+          if (!Traits::kPadded || col + 8 * n < Traits::kHeadDimV)
+            dst[4 * n] = Num::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        if (p.lse != nullptr && c == 0 && w.group == 0 && t4 == 0)
           p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = row_lse(row_max[r], l);
       }
     }
@@ -357,7 +383,10 @@ struct FfpaFwdWs {
       return;
     }
     ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
-    consume(p, sm, w, wg - 1);
+    if (wg == 1)
+      consume<0, Traits::kCols0, 0>(p, sm, w);
+    else
+      consume<1, Traits::kCols1, Traits::kCols0>(p, sm, w);
   }
 };
 

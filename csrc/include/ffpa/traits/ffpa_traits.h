@@ -205,12 +205,15 @@ struct FfpaTraits {
 };
 
 // ---- L1 on Hopper (kernels/ffpa_fwd_sm90_ws.cuh): one tile, the warpgroup MMA and TMA ----------------
-// A block is a producer warpgroup (TMA) and two consumer warpgroups on kBlockM = 64 query rows. Per
-// key tile of kBlockN = 128 keys, consumer c computes S for keys [64 c, 64 c + 64) over the head dim
-// in 64-wide slices (a Q slice and a K slice per stage, so shared memory does not grow with D); the
-// two exchange row maxima through shared memory, write P (b16) to it, and each accumulates O for
-// its half of the Dv columns in registers (Dv / 4 per thread) from V stages of kVKeys keys x Dv.
-// Shared memory is O(1) in E; a V stage is O(Dv), which is at most 512 (O in registers).
+// A block is a producer warpgroup (TMA) and two consumer warpgroups on kBlockM = 64 query rows and one
+// group of Dv columns. Per key tile of kBlockN = 128 keys, consumer c computes S for keys
+// [64 c, 64 c + 64) over E in 64-wide slices (a Q slice and a K slice per stage, so shared memory
+// does not grow with E); the two exchange row maxima through shared memory, write P (b16) to it, and
+// each accumulates O for its share of the group's columns in registers (kCols0 / kCols1: whole
+// 64-column chunks, at most 256, half a register per column) from V stages of kVKeys keys.
+// Dv up to 512 is one group; above, two groups of 64 * ceil(Dv / 128) columns (the last one padded
+// with zero columns where that does not divide Dv), one block each, both computing S (Q K^T twice:
+// the price of O in registers; L3's fp32 workspace is the alternative).
 template <typename Element_, int kHeadDim_, int kHeadDimV_>
 struct FfpaWsTraits {
   using Element = Element_;
@@ -222,35 +225,40 @@ struct FfpaWsTraits {
   static constexpr int kSliceD = 64;                       // head-dim slice of one Q@K^T stage
   static constexpr int kVKeys = 32;                        // keys of one V stage
   static constexpr int kColsS = kBlockN / kConsumers;      // S columns per consumer
-  static constexpr int kColsO = kHeadDimV / kConsumers;    // O columns per consumer
+  static constexpr int kGroupCols = kHeadDimV <= 512 ? kHeadDimV : 64 * ((kHeadDimV + 127) / 128);
+  static constexpr int kGroups = (kHeadDimV + kGroupCols - 1) / kGroupCols;
+  static constexpr bool kPadded = kGroups * kGroupCols != kHeadDimV;  // the last group's columns pass Dv
+  static constexpr int kCols0 = 64 * ((kGroupCols + 127) / 128);    // O columns of consumer 0
+  static constexpr int kCols1 = kGroupCols - kCols0;                // O columns of consumer 1
   static constexpr int kSlicesQK = kHeadDim / kSliceD;     // Q@K^T stages per key tile
   static constexpr int kStagesV = kBlockN / kVKeys;        // V stages per key tile
   static constexpr int kThreads = 128 * (kConsumers + 1);
 
   using QSlice = GmmaSw128Tile<kBlockM, kSliceD>;
   using KSlice = GmmaSw128Tile<kBlockN, kSliceD>;
-  using VStage = GmmaSw128Tile<kVKeys, kHeadDimV>;
+  using VStage = GmmaSw128Tile<kVKeys, kGroupCols>;
   using PTile = GmmaSw128Tile<kBlockM, kBlockN>;
   static constexpr int kQKStageBytes = QSlice::kBytes + KSlice::kBytes;
   static constexpr int kVStageBytes = VStage::kBytes;
   static constexpr int kStatBytes = 2 * kConsumers * kBlockM * 4;  // row maxima and row sums per consumer
-  static constexpr int bytes(int qk_stages, int v_stages) {
-    return 1024 + PTile::kBytes + kStatBytes + qk_stages * kQKStageBytes + v_stages * kVStageBytes +
-           2 * 8 * (qk_stages + v_stages);
-  }
-  static constexpr int kMaxSmem = 227 * 1024;
+  // Shared memory is the same at every head dim: 4 Q@K^T stages (24 KB) and a fixed 96 KB for the V
+  // ring, which holds 3 stages of a 512-column group and 4 of a group up to 384 columns.
   static constexpr int kQKStages = 4;
-  static constexpr int kVStages = bytes(kQKStages, 4) <= kMaxSmem ? 4 : bytes(kQKStages, 3) <= kMaxSmem ? 3 : 2;
-  static constexpr int kSmemBytes = bytes(kQKStages, kVStages);
+  static constexpr int kVRingBytes = 3 * kVKeys * 512 * 2;
+  static constexpr int kVStages = kVRingBytes / kVStageBytes >= 4 ? 4 : kVRingBytes / kVStageBytes;
+  static constexpr int kBarrierBytes = 2 * 8 * (kQKStages + 4);
+  static constexpr int kSmemBytes =
+      1024 + PTile::kBytes + kStatBytes + kQKStages * kQKStageBytes + kVRingBytes + kBarrierBytes;
+  static constexpr int kMaxSmem = 227 * 1024;
 
-  // Registers after setmaxnreg: the producer keeps 24, the consumers 240 (O: kColsO / 2 of them).
+  // Registers after setmaxnreg: the producer keeps 24, the consumers 240 (O: kCols0 / 2 of them).
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
 
-  static_assert(kHeadDim % kSliceD == 0, "E must be a multiple of the 64-wide slice");
-  static_assert(kHeadDimV % (64 * kConsumers) == 0 && kColsO <= 256,
-                "Dv: whole 64-column chunks per consumer, one wgmma (N <= 256) each");
-  static_assert(kSmemBytes <= kMaxSmem, "the stages fit shared memory");
+  static_assert(kHeadDim % kSliceD == 0 && kHeadDimV % 64 == 0, "E and Dv: multiples of the 64-wide slice");
+  static_assert(kCols0 <= 256 && kCols1 > 0 && kCols1 <= kCols0, "whole chunks per consumer, one wgmma (N <= 256) each");
+  static_assert(kGroups <= 2, "Dv up to 1024: at most two groups");
+  static_assert(kSmemBytes <= kMaxSmem && kVStages >= 2, "the stages fit shared memory");
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
 };
 
