@@ -108,6 +108,9 @@ def sdpa_low_precision(q, k, v, is_causal=False, scale=None, attn_mask=None, cau
         # (torch 2.11, H200): measure against the memory-efficient backend, which handles it.
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
+        if gqa:  # that backend takes no enable_gqa: the K/V heads expanded instead
+            rep = q.shape[-3] // k.shape[-3]
+            k, v, gqa = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3), False
         with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
             return _sdpa_any(q, k, v, is_causal, scale, attn_mask, causal_bottom_right, gqa)
     return _sdpa_any(q, k, v, is_causal, scale, attn_mask, causal_bottom_right, gqa)

@@ -9,7 +9,8 @@
 //
 //   warpgroup 0, producer (24 registers): one thread issues the TMA loads, per key tile j
 //     - kSlicesQK Q@K^T stages: Q[:, 64 s .. 64 s + 63] and K_j[:, 64 s .. 64 s + 63]   (ring_qk)
-//     - kStagesV V stages: V_j[32 v .. 32 v + 31, all Dv]                               (ring_v)
+//     - kStagesV V stages of the previous tile: V_{j-1}[32 v .. 32 v + 31, the group]   (ring_v)
+//     in the order the consumers take them.
 //   warpgroups 1, 2, consumers c = 0, 1 (240 registers):
 //
 //       S_c = Q K_j[64 c .. 64 c + 63]^T        64 x 64, accumulated over the E slices (wgmma, both
@@ -22,14 +23,18 @@
 //                                                descriptor, V read transposed)
 //
 //     The two consumers see the same rows, so their row maxima (and so alpha) are identical; each
-//     keeps a partial row sum over its own key columns, added up in the epilogue (barrier 3).
+//     keeps a partial row sum over its own key columns, added up in the epilogue (barrier 3). Where
+//     the V ring holds a whole key tile (groups up to 384 columns, kPipe), S_{j+1} is issued before
+//     P V_j and its softmax runs under P V_j's first stages (P double-buffered).
 //
 // Who waits on what (mbarriers; ring_qk kQKStages deep, ring_v kVStages deep):
 //   producer:  empty_qk[s] -> TMA Q, K slices -> full_qk[s]     empty_v[s] -> TMA V stage -> full_v[s]
 //   consumers: full_qk[s] -> S += Q K (wgmma) -> its wait -> arrive empty_qk[s]   (both consumers)
 //              full_v[s]  -> O += P V (wgmma) -> its wait -> arrive empty_v[s]    (both consumers)
-// P and the row statistics are single buffers: a consumer writes tile j + 1's only after pair
-// barrier 1 of j + 1, which the other passes only after its P V_j (its last read of them) is done.
+// The row maxima are one buffer: a consumer writes tile j + 1's only after pair barrier 2 of j, which
+// the other passes only after reading tile j's. P: in order, a consumer writes P_{j+1} after pair
+// barrier 1 of j + 1, which the other passes only after its P V_j is done; with kPipe, P_{j+1} goes
+// to the buffer P V_{j-1} read, which both finished before pair barrier 2 of j.
 //
 // TMA zero-fills rows past L and S (finite, so masked columns of P V stay 0); scores past S and
 // above the causal limit are masked per element in boundary tiles, attn_mask in the block map's
@@ -82,6 +87,15 @@ struct FfpaFwdWs {
   static constexpr int kNS = kColsS / 8;  // m16n8 S tiles per warp
   static constexpr int kSlicesQK = Traits::kSlicesQK;
   static constexpr int kStagesV = Traits::kStagesV;
+  // With a V ring of 4 stages (groups up to 384 columns) S_j's wgmmas are issued before P V_{j-1}'s
+  // and the softmax of S_j runs while the tensor cores do P V_{j-1}'s first kPreV stages (+2..4% at
+  // D = 320..384, H200); with 3 (448, 512: the producer could prefetch only one V stage) the plain
+  // order S_j, softmax, P V_j measured 4..14% faster at D = 512 and 1024, so those keep it.
+  static constexpr bool kPipe = Traits::kVStages >= 4;
+  static constexpr int kPreV = 2;  // V stages of P V_{j-1} issued before the softmax of S_j (kPipe)
+  // Q@K^T slices in flight per consumer beside the one being issued (2 spilled and ran 5-25% slower).
+  static constexpr int kLag = 1;
+  static_assert(kPreV >= 1 && kPreV < kStagesV && kPreV <= Traits::kVStages, "the V stages the softmax runs under");
   static constexpr int kVChunks = Traits::kGroupCols / 64;  // TMA boxes of one V stage
   static constexpr uint32_t kConsumerWarps = 4 * Traits::kConsumers;  // arrivals that release a stage
   static constexpr uint32_t kPairThreads = 128 * Traits::kConsumers;
@@ -90,7 +104,7 @@ struct FfpaFwdWs {
   static_assert(Traits::kConsumers == 2, "a pair of consumers splits the key and Dv columns");
 
   struct Smem {
-    uint32_t qk, v, p;  // ring_qk's stages, ring_v's stages, the P tile (shared addresses)
+    uint32_t qk, v, p;  // ring_qk's stages, ring_v's stages, P's two buffers (shared addresses)
     float* stats;       // [2 (max, sum)][kConsumers][kBlockM]
     RingQK ring_qk;
     RingV ring_v;
@@ -102,7 +116,7 @@ struct FfpaFwdWs {
     s.qk = (raw + 1023u) & ~1023u;
     s.v = s.qk + Traits::kQKStages * Traits::kQKStageBytes;
     s.p = s.v + Traits::kVRingBytes;
-    const uint32_t stats = s.p + PTile::kBytes;
+    const uint32_t stats = s.p + 2 * PTile::kBytes;  // P is double-buffered
     s.stats = reinterpret_cast<float*>(smem_raw + (stats - raw));
     s.ring_qk = RingQK{stats + Traits::kStatBytes};
     s.ring_v = RingV{s.ring_qk.bars + RingQK::kBarrierBytes};
@@ -160,6 +174,8 @@ struct FfpaFwdWs {
     const int head_kv = w.head / (p.heads_q / p.heads_kv);
     typename RingQK::State sq;
     typename RingV::State sv;
+    // The consumers' order: with kPipe S_j's slices before P V_{j-1}'s stages (V one tile behind).
+    int prev = -1;
     for (int j = next_tile(p, w, 0); j < w.n_end; j = next_tile(p, w, j + 1)) {
       for (int d = 0; d < kSlicesQK; ++d, sq.advance()) {
         const uint32_t stage = s.qk + sq.stage * Traits::kQKStageBytes;
@@ -169,26 +185,35 @@ struct FfpaFwdWs {
         ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, s.ring_qk.full(sq.stage), 64 * d, j * kBlockN, head_kv,
                          w.batch);
       }
-      for (int v = 0; v < kStagesV; ++v, sv.advance()) {
-        const uint32_t stage = s.v + sv.stage * Traits::kVStageBytes;
-        s.ring_v.producer_acquire(sv);
-        s.ring_v.producer_expect(sv, Traits::kVStageBytes);
+      if (!kPipe) load_v(maps, s, sv, w, head_kv, j);
+      if (kPipe && prev >= 0) load_v(maps, s, sv, w, head_kv, prev);
+      prev = j;
+    }
+    if (!kPipe) return;
+    if (prev >= 0) load_v(maps, s, sv, w, head_kv, prev);
+  }
+
+  static __device__ __forceinline__ void load_v(const FfpaTmaMaps& maps, const Smem& s, typename RingV::State& sv,
+                                                const Item& w, int head_kv, int j) {
+    for (int v = 0; v < kStagesV; ++v, sv.advance()) {
+      const uint32_t stage = s.v + sv.stage * Traits::kVStageBytes;
+      s.ring_v.producer_acquire(sv);
+      s.ring_v.producer_expect(sv, Traits::kVStageBytes);
 #pragma unroll
-        for (int c = 0; c < kVChunks; ++c)
-          ptx::tma_load_4d(stage + VStage::chunk(c), &maps.v, s.ring_v.full(sv.stage), w.group * Traits::kGroupCols + 64 * c,
-                           j * kBlockN + v * Traits::kVKeys, head_kv, w.batch);
-      }
+      for (int c = 0; c < kVChunks; ++c)
+        ptx::tma_load_4d(stage + VStage::chunk(c), &maps.v, s.ring_v.full(sv.stage), w.group * Traits::kGroupCols + 64 * c,
+                         j * kBlockN + v * Traits::kVKeys, head_kv, w.batch);
     }
   }
 
   // ---- consumers ---------------------------------------------------------------------------
   static __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return ptx::gmma_desc_sw128(addr, 16, 1024); }
 
-  // S = Q K_j[64 c ..]^T over the E slices, one slice's wgmmas in flight while the next is issued;
-  // each stage is released once its wgmmas are done.
-  static __device__ __forceinline__ void qk(float (&s)[kNS][4], const Smem& sm, typename RingQK::State& st, int c,
-                                            int lane) {
-    int prev = 0;
+  // Issue S = Q K_j[64 c ..]^T over the E slices, one slice's wgmmas in flight while the next is
+  // issued (each earlier stage released once its wgmmas are done). Returns with the last slice's
+  // group pending: the caller waits for it and releases that stage (release_qk).
+  static __device__ __forceinline__ void issue_qk(float (&s)[kNS][4], const Smem& sm, typename RingQK::State& st,
+                                                  int c, int lane) {
 #pragma unroll 1
     for (int d = 0; d < kSlicesQK; ++d) {
       sm.ring_qk.consumer_wait(st);
@@ -198,43 +223,62 @@ struct FfpaFwdWs {
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) MmaS::ss(s, k_major(q + ks * 32), k_major(k + ks * 32), d > 0 || ks > 0);
       ptx::wgmma_commit_group();
-      if (d > 0) {
-        ptx::wgmma_wait_group<1>();
-        if (lane == 0) sm.ring_qk.consumer_release(typename RingQK::State{prev, 0});
+      if (d >= kLag) {
+        ptx::wgmma_wait_group<kLag>();
+        if (lane == 0) sm.ring_qk.consumer_release(typename RingQK::State{back(st, kLag), 0});
       }
-      prev = st.stage;
       st.advance();
     }
-    ptx::wgmma_wait_group<0>();
-    ptx::wgmma_fence_operand(s);
-    if (lane == 0) sm.ring_qk.consumer_release(typename RingQK::State{prev, 0});
   }
 
-  // O_c += P V_j[:, kCol ..  kCol + kCols) of the group, one V stage (two k-steps of 16 keys) at a time.
-  template <int kCols, int kCol>
-  static __device__ __forceinline__ void pv(float (&o)[kCols / 8][4], const Smem& sm, typename RingV::State& st,
-                                            int lane) {
-    int prev = 0;
-#pragma unroll 1
-    for (int v = 0; v < kStagesV; ++v) {
-      sm.ring_v.consumer_wait(st);
-      const uint32_t vs = sm.v + st.stage * Traits::kVStageBytes + VStage::chunk(kCol / 64);
-      ptx::wgmma_fence();
+  // The ring stage `i` stages before st's.
+  static __device__ __forceinline__ int back(const typename RingQK::State& st, int i) {
+    return (st.stage - i + Traits::kQKStages) % Traits::kQKStages;
+  }
+
+  // The last kLag slices' stages, once their wgmmas are done.
+  static __device__ __forceinline__ void release_qk(const Smem& sm, const typename RingQK::State& st, int lane) {
+    if (lane == 0)
 #pragma unroll
-      for (int kk = 0; kk < Traits::kVKeys / 16; ++kk)
-        ptx::WgmmaM64<kCols, Element>::ss_tb(o, k_major(sm.p + PTile::k_major_kstep(v * Traits::kVKeys / 16 + kk)),
-                    ptx::gmma_desc_sw128(vs + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024), 1);
-      ptx::wgmma_commit_group();
-      if (v > 0) {
-        ptx::wgmma_wait_group<1>();
-        if (lane == 0) sm.ring_v.consumer_release(typename RingV::State{prev, 0});
-      }
-      prev = st.stage;
-      st.advance();
+      for (int i = 1; i <= kLag; ++i) sm.ring_qk.consumer_release(typename RingQK::State{back(st, i), 0});
+  }
+
+  // Issue O_c += P V_j[:, col .. col + kCols) for one V stage (two k-steps of 16 keys), P from
+  // buffer pbuf; returns the stage, to release once the group is done.
+  template <int kCols>
+  static __device__ __forceinline__ int issue_pv(float (&o)[kCols / 8][4], const Smem& sm, typename RingV::State& st,
+                                                 uint32_t p_tile, int v, int col) {
+    sm.ring_v.consumer_wait(st);
+    const uint32_t vs = sm.v + st.stage * Traits::kVStageBytes + VStage::chunk(col / 64);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Traits::kVKeys / 16; ++kk)
+      ptx::WgmmaM64<kCols, Element>::ss_tb(o, k_major(p_tile + PTile::k_major_kstep(v * Traits::kVKeys / 16 + kk)),
+                                           ptx::gmma_desc_sw128(vs + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024),
+                                           1);
+    ptx::wgmma_commit_group();
+    const int stage = st.stage;
+    st.advance();
+    return stage;
+  }
+
+  // V stages kPreV.. of P V_j, each issued once the oldest pending one is done (and released), then
+  // the rest waited for: at most kPreV stages of V held.
+  template <int kCols>
+  static __device__ __forceinline__ void finish_pv(float (&o)[kCols / 8][4], const Smem& sm,
+                                                   typename RingV::State& st, int (&held)[kStagesV], uint32_t p_tile,
+                                                   int col, int lane) {
+#pragma unroll
+    for (int v = kPreV; v < kStagesV; ++v) {
+      ptx::wgmma_wait_group<kPreV - 1>();
+      if (lane == 0) sm.ring_v.consumer_release(typename RingV::State{held[v - kPreV], 0});
+      held[v] = issue_pv<kCols>(o, sm, st, p_tile, v, col);
     }
     ptx::wgmma_wait_group<0>();
     ptx::wgmma_fence_operand(o);
-    if (lane == 0) sm.ring_v.consumer_release(typename RingV::State{prev, 0});
+    if (lane == 0)
+#pragma unroll
+      for (int v = kStagesV - kPreV; v < kStagesV; ++v) sm.ring_v.consumer_release(typename RingV::State{held[v], 0});
   }
 
   // Scores of a boundary tile (base 2, scaled here): the sequence end, the causal limit and, in
@@ -261,15 +305,77 @@ struct FfpaFwdWs {
     }
   }
 
-  // One item on consumer c, which owns O columns [kCol, kCol + kCols) of the item's group.
-  template <int c, int kCols, int kCol>
-  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w) {
+  // Online softmax of S_j on consumer c: masks boundary tiles, exchanges row maxima with the other
+  // consumer (barrier 1), updates the row max and this consumer's partial row sum, leaves
+  // P = exp2(S - m) in s and returns alpha in `alpha`, the factor O is rescaled by.
+  static __device__ __forceinline__ void softmax(const FwdParams& p, const Smem& sm, const Item& w, int j, int c,
+                                                 int r0, int row0, int g, int t4, float (&s)[kNS][4],
+                                                 float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
+    const int n0 = j * kBlockN + c * kColsS;
+    const uint8_t code = w.codes != nullptr ? tile_code(p, w, j) : static_cast<uint8_t>(kBlockFull);
+    const bool per_elem = code == kBlockPartial || n0 + kColsS > p.len_kv || p.scale_log2 < 0.f ||
+                          (p.is_causal && n0 + kColsS - 1 > w.m0 + p.causal_offset);
+    if (per_elem) mask(s, p, w, code, row0, n0, g, t4);
+    const float sf = per_elem ? 1.f : p.scale_log2;
+    float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
+    float* max_mine = sm.stats + c * kBlockM;
+    const float* max_other = sm.stats + (1 - c) * kBlockM;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      tile_max[r] *= sf;
+      if (t4 == 0) max_mine[r0 + 8 * r] = tile_max[r];
+    }
+    ptx::named_barrier_sync(kBarMax, kPairThreads);
+    float neg_m[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      alpha[r] = online_update(row_max[r], row_sum[r], fmaxf(tile_max[r], max_other[r0 + 8 * r]), neg_m[r]);
+    PartialSum<4> tile_sum[2];
+#pragma unroll
+    for (int n = 0; n < kNS; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[n][e] = ptx::ex2_approx_ftz(fmaf(s[n][e], sf, neg_m[e / 2]));
+        tile_sum[e / 2].add(2 * n + e % 2, s[n][e]);
+      }
+    row_sum[0] += tile_sum[0].total();
+    row_sum[1] += tile_sum[1].total();
+  }
+
+  // P in b16 into consumer c's columns of a P buffer (swizzled: a warp's 8 rows x 4 lanes hit 32
+  // banks), published to the async proxy and to the other consumer (barrier 2).
+  static __device__ __forceinline__ void write_p(const float (&s)[kNS][4], uint32_t p_tile, int c, int r0, int t4) {
+#pragma unroll
+    for (int n = 0; n < kNS; ++n)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, c * kColsS + 8 * n + 2 * t4);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(Num::pack2(s[n][2 * r], s[n][2 * r + 1])));
+      }
+    ptx::fence_proxy_async_shared();
+    ptx::named_barrier_sync(kBarP, kPairThreads);
+  }
+
+  template <int kNO>
+  static __device__ __forceinline__ void rescale(float (&o)[kNO][4], const float (&alpha)[2]) {
+    if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;  // the row maxima settled
+#pragma unroll
+    for (int n = 0; n < kNO; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
+  }
+
+  // One item on consumer c, which owns O columns [col, col + kCols) of the item's group. With kPipe,
+  // S_j's wgmmas are issued before P V_{j-1}'s, so the softmax of S_j runs while the tensor cores do
+  // the first kPreV V stages of P V_{j-1} (P double-buffered); else in order.
+  template <int kCols>
+  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c, int col) {
     constexpr int kNO = kCols / 8;  // m16n8 O tiles per warp
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int r0 = 16 * warp + g;  // this thread's first row in the block (and r0 + 8)
     const int row0 = w.m0 + 16 * warp;
-    float* max_mine = sm.stats + c * kBlockM;
-    const float* max_other = sm.stats + (1 - c) * kBlockM;
     float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 #pragma unroll
     for (int n = 0; n < kNO; ++n)
@@ -278,66 +384,54 @@ struct FfpaFwdWs {
     typename RingQK::State sq;
     typename RingV::State sv;
 
-    for (int j = next_tile(p, w, 0); j < w.n_end; j = next_tile(p, w, j + 1)) {
-      float s[kNS][4];
-      qk(s, sm, sq, c, lane);
-
-      const int n0 = j * kBlockN + c * kColsS;
-      const uint8_t code = w.codes != nullptr ? tile_code(p, w, j) : static_cast<uint8_t>(kBlockFull);
-      const bool per_elem = code == kBlockPartial || n0 + kColsS > p.len_kv || p.scale_log2 < 0.f ||
-                            (p.is_causal && n0 + kColsS - 1 > w.m0 + p.causal_offset);
-      if (per_elem) mask(s, p, w, code, row0, n0, g, t4);
-      const float sf = per_elem ? 1.f : p.scale_log2;
-      float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
+    int j = next_tile(p, w, 0);
+    if (j < w.n_end) {
+      float s[kNS][4], alpha[2];
+      int held[kStagesV];  // V stages of P V in flight
+      uint32_t p_tile = sm.p;
+      issue_qk(s, sm, sq, c, lane);
+      ptx::wgmma_wait_group<0>();
+      ptx::wgmma_fence_operand(s);
+      release_qk(sm, sq, lane);
+      softmax(p, sm, w, j, c, r0, row0, g, t4, s, row_max, row_sum, alpha);  // O is 0: alpha unused
+      write_p(s, p_tile, c, r0, t4);
+      for (int jn = next_tile(p, w, j + 1); jn < w.n_end; j = jn, jn = next_tile(p, w, j + 1)) {
+        if constexpr (kPipe) {  // S_jn's wgmmas first; its softmax runs under P V_j's first stages
+          issue_qk(s, sm, sq, c, lane);
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-        tile_max[r] *= sf;
-        if (t4 == 0) max_mine[r0 + 8 * r] = tile_max[r];
-      }
-      ptx::named_barrier_sync(kBarMax, kPairThreads);
-      float neg_m[2], alpha[2];
+          for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, sm, sv, p_tile, v, col);
+          ptx::wgmma_wait_group<kPreV>();
+          ptx::wgmma_fence_operand(s);
+          release_qk(sm, sq, lane);
+          softmax(p, sm, w, jn, c, r0, row0, g, t4, s, row_max, row_sum, alpha);
+          finish_pv<kCols>(o, sm, sv, held, p_tile, col, lane);
+          p_tile = p_tile == sm.p ? sm.p + PTile::kBytes : sm.p;  // its last reader, P V_{j-1}, is done (both)
+        } else {  // P V_j, then S_jn and its softmax
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
-        alpha[r] = online_update(row_max[r], row_sum[r], fmaxf(tile_max[r], max_other[r0 + 8 * r]), neg_m[r]);
-      PartialSum<4> tile_sum[2];
-#pragma unroll
-      for (int n = 0; n < kNS; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[n][e] = ptx::ex2_approx_ftz(fmaf(s[n][e], sf, neg_m[e / 2]));
-          tile_sum[e / 2].add(2 * n + e % 2, s[n][e]);
+          for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, sm, sv, p_tile, v, col);
+          finish_pv<kCols>(o, sm, sv, held, p_tile, col, lane);
+          issue_qk(s, sm, sq, c, lane);
+          ptx::wgmma_wait_group<0>();
+          ptx::wgmma_fence_operand(s);
+          release_qk(sm, sq, lane);
+          softmax(p, sm, w, jn, c, r0, row0, g, t4, s, row_max, row_sum, alpha);
         }
-      row_sum[0] += tile_sum[0].total();
-      row_sum[1] += tile_sum[1].total();
-      // P in b16 into its columns of the swizzled P tile: a warp's 8 rows x 4 lanes hit 32 banks.
-#pragma unroll
-      for (int n = 0; n < kNS; ++n)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const uint32_t addr = sm.p + PTile::elem_offset(r0 + 8 * r, c * kColsS + 8 * n + 2 * t4);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(Num::pack2(s[n][2 * r], s[n][2 * r + 1])));
-        }
-      if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
-#pragma unroll
-        for (int n = 0; n < kNO; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
+        rescale(o, alpha);
+        write_p(s, p_tile, c, r0, t4);
       }
-      ptx::fence_proxy_async_shared();
-      ptx::named_barrier_sync(kBarP, kPairThreads);
-      pv<kCols, kCol>(o, sm, sv, lane);
+#pragma unroll
+      for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, sm, sv, p_tile, v, col);
+      finish_pv<kCols>(o, sm, sv, held, p_tile, col, lane);
     }
-    store<c, kCols, kCol>(p, w, sm, r0, row0, g, t4, o, row_max, row_sum);
+    store<kCols>(p, w, sm, c, col, r0, row0, g, t4, o, row_max, row_sum);
   }
 
   // Epilogue: the pair adds its partial row sums (barrier 3), then each stores O / l for its
   // columns straight from the accumulators (a quad writes one 16-byte run of a row; the padding
   // columns of a last group past Dv are not stored); consumer 0 of group 0 writes the LSE.
-  template <int c, int kCols, int kCol>
-  static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, const Smem& sm, int r0, int row0,
-                                               int g, int t4, const float (&o)[kCols / 8][4],
+  template <int kCols>
+  static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, const Smem& sm, int c, int col0,
+                                               int r0, int row0, int g, int t4, const float (&o)[kCols / 8][4],
                                                const float (&row_max)[2], float (&row_sum)[2]) {
     constexpr int kNO = kCols / 8;
     float* sum_mine = sm.stats + (2 + c) * kBlockM;
@@ -356,7 +450,7 @@ struct FfpaFwdWs {
       const float inv = inv_row_sum(l);
       const int row = row0 + g + 8 * r;
       if (row < p.len_q) {
-        const int col = w.group * Traits::kGroupCols + kCol + 2 * t4;
+        const int col = w.group * Traits::kGroupCols + col0 + 2 * t4;
         uint32_t* dst = reinterpret_cast<uint32_t*>(o_base + static_cast<int64_t>(row) * p.o_row_stride + col);
 #pragma unroll
         for (int n = 0; n < kNO; ++n)
@@ -383,10 +477,12 @@ struct FfpaFwdWs {
       return;
     }
     ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
-    if (wg == 1)
-      consume<0, Traits::kCols0, 0>(p, sm, w);
+    if constexpr (Traits::kCols0 == Traits::kCols1)  // one copy of the consumer code
+      consume<Traits::kCols0>(p, sm, w, wg - 1, (wg - 1) * Traits::kCols0);
+    else if (wg == 1)
+      consume<Traits::kCols0>(p, sm, w, 0, 0);
     else
-      consume<1, Traits::kCols1, Traits::kCols0>(p, sm, w);
+      consume<Traits::kCols1>(p, sm, w, 1, Traits::kCols0);
   }
 };
 

@@ -241,14 +241,14 @@ struct FfpaWsTraits {
   static constexpr int kQKStageBytes = QSlice::kBytes + KSlice::kBytes;
   static constexpr int kVStageBytes = VStage::kBytes;
   static constexpr int kStatBytes = 2 * kConsumers * kBlockM * 4;  // row maxima and row sums per consumer
-  // Shared memory is the same at every head dim: 4 Q@K^T stages (24 KB) and a fixed 96 KB for the V
-  // ring, which holds 3 stages of a 512-column group and 4 of a group up to 384 columns.
+  // Shared memory is the same at every head dim: two P buffers, 4 Q@K^T stages (24 KB) and a fixed
+  // 96 KB for the V ring, which holds 3 stages of a 512-column group and 4 of a group up to 384 columns.
   static constexpr int kQKStages = 4;
   static constexpr int kVRingBytes = 3 * kVKeys * 512 * 2;
   static constexpr int kVStages = kVRingBytes / kVStageBytes >= 4 ? 4 : kVRingBytes / kVStageBytes;
   static constexpr int kBarrierBytes = 2 * 8 * (kQKStages + 4);
   static constexpr int kSmemBytes =
-      1024 + PTile::kBytes + kStatBytes + kQKStages * kQKStageBytes + kVRingBytes + kBarrierBytes;
+      1024 + 2 * PTile::kBytes + kStatBytes + kQKStages * kQKStageBytes + kVRingBytes + kBarrierBytes;
   static constexpr int kMaxSmem = 227 * 1024;
 
   // Registers after setmaxnreg: the producer keeps 24, the consumers 240 (O: kCols0 / 2 of them).
