@@ -53,8 +53,8 @@ fi
 
 if [[ " $STEPS " == *" sanitizer "* ]]; then
   : > "$OUT/sanitizer.log"
-  # synccheck (barrier misuse: the warp-specialised kernel's named barriers) on the FA-2 part only.
-  for run in "memcheck" "racecheck" "synccheck fa2"; do
+  # synccheck (barrier misuse: the warp-specialised kernels' named barriers) on the FA-2 and FFPA parts.
+  for run in "memcheck" "racecheck" "synccheck fa2,ffpa"; do
     read -r tool parts <<< "$run"
     if compute-sanitizer --tool $tool --error-exitcode 9 $PY ../scripts/sanitize_one.py $parts >> "$OUT/sanitizer.log" 2>&1; then
       say "sanitizer $run: clean at $(elapsed) s ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") zero-error summaries so far)"
@@ -69,6 +69,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
   # One or more sweeps separated by ';' (each an argument list for bench/bench.py); each writes
   # its JSON/markdown/plots to bench/run<i>.
   DEFAULT_RUNS="--B 1 --H 32 --N 8192 --dtype bf16 fp16 --causal-both --kernels sdpa_efficient ffpa_l1 ffpa_l2 ffpa_l3 ffpa_auto --warmup 5 --iters 25"
+  DEFAULT_RUNS+=";--B 1 --H 32 --N 8192 --D 576 --Dv 512 --dtype bf16 --causal-both --kernels sdpa_efficient ffpa_l1 ffpa_l3 ffpa_auto --warmup 5 --iters 25"
   DEFAULT_RUNS+=";--shapes 1x32x4096 --D 2048 --dtype bf16 fp16 --causal-both --kernels sdpa_efficient ffpa_l3 ffpa_auto --warmup 5 --iters 25"
   DEFAULT_RUNS+=";--B 1 --H 32 --N 8192 --D 320 512 1024 --dtype fp16 --kernels sdpa_efficient ffpa_l1 ffpa_l2 ffpa_l3 --acc fp16 mixed --warmup 5 --iters 25"
   DEFAULT_RUNS+=";--preset fa2 --dtype bf16 fp16 --causal-both --kernels sdpa_efficient sdpa_flash sdpa_cudnn fa2 fa2_sync --warmup 10 --iters 40"

@@ -2,7 +2,7 @@
 L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-sparse with a fully
 masked row and a broadcast padding mask), every pipeline depth that fits the device for each FFPA
 level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take further items
-from the work counter), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
+from the work counter; on Hopper L1's warp-specialised TMA kernel at the auto depth), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
 mma.sync; on Hopper the warp-specialised TMA kernel and its cp.async fallback) where the GPU
 runs both, and the split-KV decode family (contiguous and paged, lengths 0 and odd, causal, one
 split and several). `python3 sanitize_one.py fa2,decode` runs only those families' part (of ffpa,
@@ -51,6 +51,7 @@ for level in (1, 2, 3) if "ffpa" in PARTS else ():
     for d in sorted({dims[0], dims[-1]} if dims else set()):
         q, k, v = qkv(d, d)
         for causal in (False, True):
+            run(q, k, v, is_causal=causal, level=level)  # auto depth: L1 on Hopper is the TMA kernel
             for stages in (1, 2, 3, 4):
                 smem = C.kernel_info(str(dt).split(".")[-1], f"ffpa_l{level}", d, d, stages)["smem_bytes"]
                 if smem <= torch.cuda.get_device_properties(0).shared_memory_per_block_optin:
