@@ -103,6 +103,15 @@ struct FfpaFwdWs {
   static constexpr uint32_t kBarMax = 1, kBarP = 2, kBarSum = 3;
   static_assert(Traits::kConsumers == 2, "a pair of consumers splits the key and Dv columns");
 
+  // A barrier of the consumer pair: where the two run different code (an uneven column split), the
+  // unaligned form (see ptx/warpgroup.cuh).
+  static __device__ __forceinline__ void pair_sync(uint32_t id, uint32_t threads) {
+    if constexpr (Traits::kCols0 == Traits::kCols1)
+      ptx::named_barrier_sync(id, threads);
+    else
+      ptx::named_barrier_sync_unaligned(id, threads);
+  }
+
   struct Smem {
     uint32_t qk, v, p;  // ring_qk's stages, ring_v's stages, P's two buffers (shared addresses)
     float* stats;       // [2 (max, sum)][kConsumers][kBlockM]
@@ -327,7 +336,7 @@ struct FfpaFwdWs {
       tile_max[r] *= sf;
       if (t4 == 0) max_mine[r0 + 8 * r] = tile_max[r];
     }
-    ptx::named_barrier_sync(kBarMax, kPairThreads);
+    pair_sync(kBarMax, kPairThreads);
     float neg_m[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r)
@@ -355,7 +364,7 @@ struct FfpaFwdWs {
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(Num::pack2(s[n][2 * r], s[n][2 * r + 1])));
       }
     ptx::fence_proxy_async_shared();
-    ptx::named_barrier_sync(kBarP, kPairThreads);
+    pair_sync(kBarP, kPairThreads);
   }
 
   template <int kNO>
@@ -442,7 +451,7 @@ struct FfpaFwdWs {
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
       if (t4 == 0) sum_mine[r0 + 8 * r] = row_sum[r];
     }
-    ptx::named_barrier_sync(kBarSum, kPairThreads);
+    pair_sync(kBarSum, kPairThreads);
     Element* o_base = static_cast<Element*>(p.o) + w.batch * p.o_batch_stride + w.head * p.o_head_stride;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {

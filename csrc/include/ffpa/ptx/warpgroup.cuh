@@ -15,6 +15,15 @@ __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads
 #endif
 }
 
+// The same wait where the threads reach it from different instructions (two warpgroups running
+// different template instances of their code): bar.sync is barrier.sync.aligned, which asks every
+// thread of the block to execute the same instruction (compute-sanitizer synccheck flags it).
+__device__ __forceinline__ void named_barrier_sync_unaligned(uint32_t id, uint32_t threads) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#endif
+}
+
 // ... or arrive without waiting (the signalling side of a producer/consumer hand-off).
 __device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threads) {
 #if defined(__CUDA_ARCH__)
