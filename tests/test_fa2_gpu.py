@@ -59,7 +59,7 @@ def mma(request):
 
 def expected_mma(mma, e, ev):
     """The instruction kernel_info should report for (E, Ev) on path `mma`."""
-    return "wgmma" if WGMMA_HERE and mma == "auto" and max(e, ev) <= 384 else "mma.sync"
+    return "wgmma" if WGMMA_HERE and mma == "auto" and max(e, ev) <= 256 else "mma.sync"
 
 
 def need(dtype, d, dv=None):
@@ -70,7 +70,10 @@ def need(dtype, d, dv=None):
 
 def run_fa2(q, k, v, causal="none", attn_mask=None, **kw):
     """forward() on the FA-2 kernel (strict: no fallback), outputs poisoned before the run."""
-    assert _ops.chosen_kernel(DT_NAME[q.dtype], q.shape[-1], v.shape[-1])["family"] == "fa2"
+    chosen = _ops.chosen_kernel(DT_NAME[q.dtype], q.shape[-1], v.shape[-1])["family"]
+    if chosen == "ffpa_l1" and WGMMA_HERE and max(q.shape[-1], v.shape[-1]) > 256:
+        pytest.skip("on Hopper D = 320 / 384 run FFPA L1's wgmma + TMA kernel (FA-2 there: set_fa2_mma('sync'))")
+    assert chosen == "fa2"
     B, Hq, L, _ = q.shape
     poison_allocator(((B, Hq, L, v.shape[-1]), q.dtype), ((B, Hq, L), torch.float32))
     is_causal, align = CAUSAL[causal]
@@ -314,10 +317,8 @@ def test_op_applies_mask_and_causal_together():
 # stack), D = 384's whole-head-dim tile spills 40 B and still beats FFPA L1 (run 8). Every other
 # entry must stay spill-free.
 FA2_LOCAL_BYTES_BUDGET = {128: 32, 384: 40}
-# wgmma: 96 and 128 run two blocks of 256 threads per SM (128 registers each), 160 and 192 three
-# warpgroups (168), 320 and 384 split P@V in two at 255; each spills these bytes and still beats
-# every spill-free tile measured (docs/tuning_fa2.md runs 13, 15, 16).
-FA2_WGMMA_LOCAL_BYTES_BUDGET = {320: 104, 384: 120}  # D <= 256: the TMA kernel, no local memory
+# wgmma (D <= 256: the TMA kernel and its cp.async fallback): no local memory.
+FA2_WGMMA_LOCAL_BYTES_BUDGET = {}
 
 
 def test_fa2_kernel_info_and_no_register_spills():

@@ -2,7 +2,8 @@
 // kernel): tile from its table, pipeline depth, shared-memory opt-in, the block map's tile size.
 // The wgmma launcher runs the warp-specialised TMA kernel (fa2_fwd_sm90_ws.cuh) for head dims up
 // to 256 when num_stages is auto and TMA can describe q, k and v; otherwise (a stride or base TMA
-// cannot take, an explicit num_stages, D > 256) the cp.async wgmma kernel, on the same tile.
+// cannot take, an explicit num_stages) the cp.async wgmma kernel, on the same tile. The wgmma
+// launcher stops at D = 256 (ffpa_attn/_spec.py: FFPA L1 runs wider heads on Hopper).
 // Which one a call runs is the chooser's (launch/route.cpp; registry data from ffpa_attn/_spec.py).
 // Included only by the generated instantiation files.
 #pragma once
@@ -138,8 +139,8 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
   using V = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, std::conditional_t<kWgmma, Fa2WgmmaTileFor<kD>, Fa2TileFor<kD>>>>;
   static_assert(V::Traits::kWgmma == kWgmma, "the tile table row and the launcher disagree on the MMA");
 
-  // The warp-specialised kernel for this tile (head dims up to 256 on the wgmma launcher).
-  static constexpr bool kWsOn = kWgmma && kHeadDim <= 256 && kHeadDimV <= 256;
+  // The warp-specialised kernel for this tile (the wgmma launcher's head dims all take it).
+  static constexpr bool kWsOn = kWgmma;
   using Ws = Fa2WsLaunch<Element, typename V::Traits, kWsOn>;
   // Calls with attn_mask: the same two kernels on a tile aligned to mask blocks where the table's
   // is not (fa2_tile_sm90_masked; up to D = 256 on Hopper). Picked by the block map's tile.

@@ -49,15 +49,23 @@ const RegistryEntry* find_kernel(const char* name, const RouteQuery& q) {
 
 const RegistryEntry* route(const RouteQuery& q) {
   if (q.level != 0) return best(q, [&q](const RegistryEntry& e) { return e.level == q.level; });
+  // Kernels built for this GPU's arch (exact_cc: Hopper's wgmma + TMA ones) first: where one serves
+  // the call, an auto call picks among those only (FFPA L1 on Hopper at D = 320 / 384, beside
+  // FA-2's mma.sync line). set_fa2_mma("sync") keeps the portable order.
+  const bool arch_only =
+      q.mma != Fa2Mma::kSync && best(q, [](const RegistryEntry& e) { return e.exact_cc != 0; }) != nullptr;
+  auto ok = [arch_only](const RegistryEntry& e) { return !arch_only || e.exact_cc != 0; };
   if (q.acc == AccMode::kF32)
-    if (const RegistryEntry* e = best(q, [](const RegistryEntry& e) { return e.auto_first; })) return e;
+    if (const RegistryEntry* e = best(q, [&ok](const RegistryEntry& e) { return e.auto_first && ok(e); })) return e;
+  auto ffpa = [&ok](int level) {
+    return [&ok, level](const RegistryEntry& e) { return !e.auto_first && e.level == level && ok(e); };
+  };
   bool compiled[4] = {false, false, false, false};
-  for (int level = 1; level <= 3; ++level)
-    compiled[level] = best(q, [level](const RegistryEntry& e) { return !e.auto_first && e.level == level; }) != nullptr;
-  const RegistryEntry* l1 = best(q, [](const RegistryEntry& e) { return !e.auto_first && e.level == 1; });
+  for (int level = 1; level <= 3; ++level) compiled[level] = best(q, ffpa(level)) != nullptr;
+  const RegistryEntry* l1 = best(q, ffpa(1));
   const int level = pick_ffpa_level(q, compiled, l1 != nullptr && l1->exact_cc != 0);
   if (level == 0) return nullptr;
-  return best(q, [level](const RegistryEntry& e) { return !e.auto_first && e.level == level; });
+  return best(q, ffpa(level));
 }
 
 }  // namespace ffpa::launch

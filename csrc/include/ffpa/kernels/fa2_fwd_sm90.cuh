@@ -48,13 +48,9 @@ struct Fa2FwdWgmma : Fa2FwdCommon<Traits, kStages, Fa2AsyncProxyFence> {
   using typename Base::Block;
   using typename Base::Producer;
   using Mma = ptx::WgmmaM64<Traits::kBlockN, Element>;
-  // P@V: one m64n{Dv}k16 per k-step up to Dv = 256 (wgmma's largest N); wider Dv takes two, the
-  // first 256 columns and the rest, split on a 64-column chunk boundary of the V tile.
-  static constexpr int kNO1 = Traits::kHeadDimV <= 256 ? Traits::kHeadDimV : 256;
-  static constexpr int kNO2 = Traits::kHeadDimV - kNO1;
-  static_assert(kNO2 == 0 || (kNO2 <= 256 && kNO1 % 64 == 0), "Dv above 512 is not a wgmma tile");
-  using MmaO = ptx::WgmmaM64<kNO1, Element>;
-  using MmaO2 = ptx::WgmmaM64<(kNO2 > 0 ? kNO2 : 16), Element>;  // unused (a placeholder N) when kNO2 = 0
+  // P@V: one m64n{Dv}k16 per k-step (Dv <= 256, wgmma's largest N; on Hopper FFPA L1 runs wider heads).
+  static_assert(Traits::kHeadDim <= 256 && Traits::kHeadDimV <= 256, "the wgmma FA-2 tiles stop at D = 256");
+  using MmaO = ptx::WgmmaM64<Traits::kHeadDimV, Element>;
   using Base::kNTilesS;
   using Base::kNTilesO;
   using Base::kKStepsQK;
@@ -124,13 +120,8 @@ struct Fa2FwdWgmma : Fa2FwdCommon<Traits, kStages, Fa2AsyncProxyFence> {
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kKStepsPV; ++kk) {
-        MmaO::rs(*reinterpret_cast<float(*)[kNO1 / 8][4]>(&o_acc[0][0]), p_frag[0][kk],
+        MmaO::rs(o_acc[0], p_frag[0][kk],
                  ptx::gmma_desc_sw128(v_smem + VTile::mn_major_kstep(kk), VTile::kChunkBytes, 1024), 1);
-        if constexpr (kNO2 > 0)
-          MmaO2::rs(*reinterpret_cast<float(*)[kNO2 / 8][4]>(&o_acc[0][kNO1 / 8]), p_frag[0][kk],
-                    ptx::gmma_desc_sw128(v_smem + VTile::chunk(kNO1 / 64) + VTile::mn_major_kstep(kk),
-                                         VTile::kChunkBytes, 1024),
-                    1);
       }
       ptx::wgmma_commit_group();
       ptx::wgmma_wait_group<0>();

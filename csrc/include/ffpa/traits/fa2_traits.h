@@ -72,15 +72,14 @@ constexpr Fa2TileSpec fa2_tile_sm80(int head_dim) {
 // as its fallback so one mask block map serves both. Key tiles: the widest whose S, O and P
 // registers fit 240 and whose two K/V stages fit shared memory beside Q -- 192 up to D = 64, 176
 // up to 128, 96 up to 192, 80 up to 256 (each 4-13% faster than 128 / 128 / 96 / 64 on an H200:
-// docs/hopper_profile.md). Past 256 only the cp.async kernel runs: P V is two wgmmas (256
-// columns + the rest) and 384 narrows the key tile to 32 (docs/tuning_fa2.md, runs 13-16).
+// docs/hopper_profile.md). The table stops at 256: past it, Hopper runs FFPA L1's wgmma + TMA
+// kernel (ffpa_attn/_spec.py), which beat this family's 320 / 384 tiles (P V in two wgmmas, 32-key
+// tiles at 384) by 1.2-1.5x.
 constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
   if (head_dim <= 64) return fa2_wgmma_tile(3, 128);
   if (head_dim <= 128) return fa2_wgmma_tile(2, 176);
   if (head_dim <= 192) return fa2_wgmma_tile(2, 96);
-  if (head_dim <= 256) return fa2_wgmma_tile(2, 80);
-  if (head_dim <= 320) return fa2_wgmma_tile(2, 64);
-  return fa2_wgmma_tile(2, 32);
+  return fa2_wgmma_tile(2, 80);
 }
 
 // The Hopper tile of calls with attn_mask: key tiles of a power of two (128 up to D = 128, 64 up to
@@ -90,8 +89,7 @@ constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
 // of these at D = 64..256 with a 128 x 128 checkerboard (H200, docs/hopper_profile.md).
 constexpr Fa2TileSpec fa2_tile_sm90_masked(int head_dim) {
   if (head_dim <= 128) return fa2_wgmma_tile(2, 128);
-  if (head_dim <= 256) return fa2_wgmma_tile(2, 64);
-  return fa2_tile_sm90(head_dim);
+  return fa2_wgmma_tile(2, 64);
 }
 template <int kHeadDim>
 struct Fa2WgmmaMaskedTileFor {
