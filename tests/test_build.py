@@ -247,16 +247,29 @@ def test_level_heuristic_rule():
 
 
 @pytest.mark.parametrize("d", [320, 384])
-def test_auto_routes_d320_and_d384_to_fa2_where_compiled(d):
+def test_auto_routes_d320_and_d384(d):
     """D = 320 and 384 auto calls run the FA-2 family when this build has its (d, d) kernel (its
-    whole-head-dim tile beats every FFPA tile there, README 'Measured'); forced levels and
-    fp16/mixed accumulation still reach FFPA. Asked of the C++ chooser, the one that decides."""
+    whole-head-dim tile beats every mma.sync FFPA tile there, README 'Measured'), except on a compute
+    capability 9.0 device with FFPA L1's Hopper kernel for the pair, which beats FA-2 there (per-arch
+    kernels first; set_fa2_mma('sync') keeps FA-2's mma.sync); forced levels and fp16/mixed
+    accumulation still reach FFPA. Asked of the C++ chooser, the one that decides."""
     from ffpa_attn import _ops
 
     if (d, d) not in _pairs("fa2"):
         pytest.skip(f"this build has no FA-2 kernel for D={d}")
-    dt = ffpa_attn.build_info()["dtypes"][0]
-    assert _ops.chosen_kernel(dt, d, d)["family"] == "fa2"
+    info = ffpa_attn.build_info()
+    dt = info["dtypes"][0]
+    cc = torch.cuda.get_device_capability() if torch.cuda.is_available() else None
+    hopper_l1 = cc == (9, 0) and any(e["family"] == "ffpa_l1" and e["arch"] == "90a" and e["dtype"] == dt
+                                     and (e["E"], e["Ev"]) == (d, d) for e in info["registry"])
+    assert _ops.chosen_kernel(dt, d, d)["family"] == ("ffpa_l1" if hopper_l1 else "fa2")
+    if hopper_l1:
+        assert _ops.chosen_kernel(dt, d, d)["mma"] == "wgmma"
+        _ops._C.set_fa2_mma("sync")
+        try:
+            assert _ops.chosen_kernel(dt, d, d)["family"] == "fa2"
+        finally:
+            _ops._C.set_fa2_mma("auto")
     if (d, d) in _pairs("ffpa_l1"):
         assert _ops.chosen_kernel(dt, d, d, level=1)["family"] == "ffpa_l1"
     # fp16 accumulation exists on the FFPA levels only: never routed to FA-2
@@ -269,8 +282,9 @@ def test_chooser_reads_the_registry():
     """The C++ chooser (csrc/launch/route.cpp), asked through _C.route for every compiled pair: it
     runs a kernel the registry has, of the family the spec's data make first (FA-2 where it has the
     pair, wgmma on a compute capability 9.0 device with sm_90a code unless set_fa2_mma('sync'),
-    mma.sync otherwise; there FFPA L1's Hopper kernel where it has the pair and FA-2's wgmma line not), the forced level when one is given, the decode family for the decode op,
-    and nothing for a pair not compiled. Python's existence check agrees with it."""
+    mma.sync otherwise; there FFPA L1's Hopper kernel where it has the pair and FA-2's wgmma line
+    not), the forced level when one is given, the decode family for the decode op, and nothing for
+    a pair not compiled. Python's existence check agrees with it."""
     from ffpa_attn import _ops
 
     info = ffpa_attn.build_info()
