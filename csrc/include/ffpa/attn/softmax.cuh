@@ -8,6 +8,8 @@
 // scheduler: FA-2 D = 96 and 192 on an H100).
 #pragma once
 
+#include "ffpa/ptx/math.cuh"
+
 namespace ffpa {
 
 // max over tiles [kLo, kHi) of the two elements of row half r (0: row g, 1: row g + 8).
@@ -52,5 +54,22 @@ struct PartialSum {
     }
   }
 };
+
+// P = exp2(s * sf + neg_m[row half]) in place over the strip, each row's sum (4 partial sums, a
+// tree at the end) added to row_sum: the exponentiation step of the warp-specialised kernels.
+template <int kN>
+__device__ __forceinline__ void exp2_strip_add_sums(float (&s)[kN][4], float sf, const float (&neg_m)[2],
+                                                    float (&row_sum)[2]) {
+  PartialSum<4> tile_sum[2];
+#pragma unroll
+  for (int n = 0; n < kN; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[n][e] = ptx::ex2_approx_ftz(fmaf(s[n][e], sf, neg_m[e / 2]));
+      tile_sum[e / 2].add(2 * n + e % 2, s[n][e]);
+    }
+  row_sum[0] += tile_sum[0].total();
+  row_sum[1] += tile_sum[1].total();
+}
 
 }  // namespace ffpa

@@ -220,16 +220,7 @@ struct Fa2FwdWs {
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
       alpha[r] = online_update(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r]);
     }
-    PartialSum<4> tile_sum[2];
-#pragma unroll
-    for (int n = 0; n < kNS; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[n][e] = ptx::ex2_approx_ftz(fmaf(s[n][e], sf, neg_m[e / 2]));
-        tile_sum[e / 2].add(2 * n + e % 2, s[n][e]);
-      }
-    row_sum[0] += tile_sum[0].total();
-    row_sum[1] += tile_sum[1].total();
+    exp2_strip_add_sums(s, sf, neg_m, row_sum);
   }
 
   // P in b16 as the A operand of P V: the accumulator layout of S n8 tiles 2 kk and 2 kk + 1 is

@@ -341,16 +341,7 @@ struct FfpaFwdWs {
 #pragma unroll
     for (int r = 0; r < 2; ++r)
       alpha[r] = online_update(row_max[r], row_sum[r], fmaxf(tile_max[r], max_other[r0 + 8 * r]), neg_m[r]);
-    PartialSum<4> tile_sum[2];
-#pragma unroll
-    for (int n = 0; n < kNS; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[n][e] = ptx::ex2_approx_ftz(fmaf(s[n][e], sf, neg_m[e / 2]));
-        tile_sum[e / 2].add(2 * n + e % 2, s[n][e]);
-      }
-    row_sum[0] += tile_sum[0].total();
-    row_sum[1] += tile_sum[1].total();
+    exp2_strip_add_sums(s, sf, neg_m, row_sum);
   }
 
   // P in b16 into consumer c's columns of a P buffer (swizzled: a warp's 8 rows x 4 lanes hit 32
