@@ -199,3 +199,13 @@ def poison_allocator(*shapes_dtypes, device="cuda"):
     blocks = [torch.full(shape, float("nan"), dtype=dt, device=device) for shape, dt in shapes_dtypes]
     torch.cuda.synchronize()
     del blocks
+
+
+def kernels_launched(fn):
+    """Names of the CUDA kernels fn() launches (torch.profiler): which kernel a path really ran."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}

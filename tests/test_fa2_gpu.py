@@ -18,6 +18,7 @@ from _reference import (
     MASK_KINDS,
     assert_close_to_reference,
     capture_graph,
+    kernels_launched,
     make_mask,
     poison_allocator,
     rand_qkv,
@@ -188,16 +189,6 @@ def test_fa2_bnhd_views_without_copy(dtype, case):
     out, lse = run_fa2(q, k, v, causal, attn_mask=mask)
     check(out, lse, q, k, v, causal, attn_mask=mask, what=f"BNHD view {case}")
     assert out.transpose(1, 2).is_contiguous()  # output follows the query layout
-
-
-def kernels_launched(fn):
-    """Names of the CUDA kernels fn() launches (torch.profiler)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
 
 
 @pytest.mark.skipif(not WGMMA_HERE, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")

@@ -15,6 +15,7 @@ from conftest import cuda_available
 from _reference import (
     assert_close_to_reference,
     capture_graph,
+    kernels_launched,
     make_mask,
     max_err,
     poison_allocator,
@@ -295,16 +296,6 @@ def test_auto_level_runs_the_heuristic_choice():
 HOPPER_L1 = bool(HAS_GPU and torch.cuda.get_device_capability() == (9, 0) and "90a" in _INFO.get("archs", [])
                  and any(e["family"] == "ffpa_l1" and e["arch"] == "90a" for e in _INFO.get("registry", [])))
 HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (768, 768), (1024, 1024)]
-
-
-def kernels_launched(fn):
-    """Names of the CUDA kernels fn() launches (torch.profiler)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
 
 
 @pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
