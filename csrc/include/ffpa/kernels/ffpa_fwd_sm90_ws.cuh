@@ -23,18 +23,17 @@
 //                                                descriptor, V read transposed)
 //
 //     The two consumers see the same rows, so their row maxima (and so alpha) are identical; each
-//     keeps a partial row sum over its own key columns, added up in the epilogue (barrier 3). Where
-//     the V ring holds a whole key tile (groups up to 384 columns, kPipe), S_{j+1} is issued before
-//     P V_j and its softmax runs under P V_j's first stages (P double-buffered).
+//     keeps a partial row sum over its own key columns, added up in the epilogue (barrier 3).
+//     S_{j+1} is issued before P V_j and its softmax runs under P V_j's first stages (P
+//     double-buffered; the producer loads V one tile behind K to match).
 //
 // Who waits on what (mbarriers; ring_qk kQKStages deep, ring_v kVStages deep):
 //   producer:  empty_qk[s] -> TMA Q, K slices -> full_qk[s]     empty_v[s] -> TMA V stage -> full_v[s]
 //   consumers: full_qk[s] -> S += Q K (wgmma) -> its wait -> arrive empty_qk[s]   (both consumers)
 //              full_v[s]  -> O += P V (wgmma) -> its wait -> arrive empty_v[s]    (both consumers)
 // The row maxima are one buffer: a consumer writes tile j + 1's only after pair barrier 2 of j, which
-// the other passes only after reading tile j's. P: in order, a consumer writes P_{j+1} after pair
-// barrier 1 of j + 1, which the other passes only after its P V_j is done; with kPipe, P_{j+1} goes
-// to the buffer P V_{j-1} read, which both finished before pair barrier 2 of j.
+// the other passes only after reading tile j's. P_{j+1} goes to the buffer P V_{j-1} read, which
+// both consumers finished before pair barrier 2 of j.
 //
 // TMA zero-fills rows past L and S (finite, so masked columns of P V stay 0); scores past S and
 // above the causal limit are masked per element in boundary tiles, attn_mask in the block map's
@@ -87,12 +86,12 @@ struct FfpaFwdWs {
   static constexpr int kNS = kColsS / 8;  // m16n8 S tiles per warp
   static constexpr int kSlicesQK = Traits::kSlicesQK;
   static constexpr int kStagesV = Traits::kStagesV;
-  // With a V ring of 4 stages (groups up to 384 columns) S_j's wgmmas are issued before P V_{j-1}'s
-  // and the softmax of S_j runs while the tensor cores do P V_{j-1}'s first kPreV stages (+2..4% at
-  // D = 320..384, H200); with 3 (448, 512: the producer could prefetch only one V stage) the plain
-  // order S_j, softmax, P V_j measured 4..14% faster at D = 512 and 1024, so those keep it.
-  static constexpr bool kPipe = Traits::kVStages >= 4;
-  static constexpr int kPreV = 2;  // V stages of P V_{j-1} issued before the softmax of S_j (kPipe)
+  // S_j's wgmmas are issued before P V_{j-1}'s, and the softmax of S_j runs while the tensor cores do
+  // P V_{j-1}'s first kPreV V stages: two where the V ring has 4 stages (groups up to 384 columns),
+  // one where it has 3 (448, 512: two held would leave the producer one stage to prefetch into).
+  // Same-run A/B on an H200 against the plain order (S_j, softmax, P V_j): +11% at D = 448, +3% at
+  // 1024, within 1% at 320, 384, 512 (docs/hopper_ffpa.md).
+  static constexpr int kPreV = Traits::kVStages >= 4 ? 2 : 1;
   // Q@K^T slices in flight per consumer beside the one being issued (2 spilled and ran 5-25% slower).
   static constexpr int kLag = 1;
   static_assert(kPreV >= 1 && kPreV < kStagesV && kPreV <= Traits::kVStages, "the V stages the softmax runs under");
@@ -183,7 +182,7 @@ struct FfpaFwdWs {
     const int head_kv = w.head / (p.heads_q / p.heads_kv);
     typename RingQK::State sq;
     typename RingV::State sv;
-    // The consumers' order: with kPipe S_j's slices before P V_{j-1}'s stages (V one tile behind).
+    // The consumers' order: S_j's slices before P V_{j-1}'s stages (V one tile behind).
     int prev = -1;
     for (int j = next_tile(p, w, 0); j < w.n_end; j = next_tile(p, w, j + 1)) {
       for (int d = 0; d < kSlicesQK; ++d, sq.advance()) {
@@ -194,11 +193,9 @@ struct FfpaFwdWs {
         ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, s.ring_qk.full(sq.stage), 64 * d, j * kBlockN, head_kv,
                          w.batch);
       }
-      if (!kPipe) load_v(maps, s, sv, w, head_kv, j);
-      if (kPipe && prev >= 0) load_v(maps, s, sv, w, head_kv, prev);
+      if (prev >= 0) load_v(maps, s, sv, w, head_kv, prev);
       prev = j;
     }
-    if (!kPipe) return;
     if (prev >= 0) load_v(maps, s, sv, w, head_kv, prev);
   }
 
@@ -367,9 +364,9 @@ struct FfpaFwdWs {
       for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
   }
 
-  // One item on consumer c, which owns O columns [col, col + kCols) of the item's group. With kPipe,
-  // S_j's wgmmas are issued before P V_{j-1}'s, so the softmax of S_j runs while the tensor cores do
-  // the first kPreV V stages of P V_{j-1} (P double-buffered); else in order.
+  // One item on consumer c, which owns O columns [col, col + kCols) of the item's group. S_j's wgmmas
+  // are issued before P V_{j-1}'s, so the softmax of S_j runs while the tensor cores do the first
+  // kPreV V stages of P V_{j-1} (P double-buffered).
   template <int kCols>
   static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c, int col) {
     constexpr int kNO = kCols / 8;  // m16n8 O tiles per warp
@@ -396,26 +393,15 @@ struct FfpaFwdWs {
       softmax(p, sm, w, j, c, r0, row0, g, t4, s, row_max, row_sum, alpha);  // O is 0: alpha unused
       write_p(s, p_tile, c, r0, t4);
       for (int jn = next_tile(p, w, j + 1); jn < w.n_end; j = jn, jn = next_tile(p, w, j + 1)) {
-        if constexpr (kPipe) {  // S_jn's wgmmas first; its softmax runs under P V_j's first stages
-          issue_qk(s, sm, sq, c, lane);
+        issue_qk(s, sm, sq, c, lane);  // S_jn's wgmmas first; its softmax runs under P V_j's first stages
 #pragma unroll
-          for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, sm, sv, p_tile, v, col);
-          ptx::wgmma_wait_group<kPreV>();
-          ptx::wgmma_fence_operand(s);
-          release_qk(sm, sq, lane);
-          softmax(p, sm, w, jn, c, r0, row0, g, t4, s, row_max, row_sum, alpha);
-          finish_pv<kCols>(o, sm, sv, held, p_tile, col, lane);
-          p_tile = p_tile == sm.p ? sm.p + PTile::kBytes : sm.p;  // its last reader, P V_{j-1}, is done (both)
-        } else {  // P V_j, then S_jn and its softmax
-#pragma unroll
-          for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, sm, sv, p_tile, v, col);
-          finish_pv<kCols>(o, sm, sv, held, p_tile, col, lane);
-          issue_qk(s, sm, sq, c, lane);
-          ptx::wgmma_wait_group<0>();
-          ptx::wgmma_fence_operand(s);
-          release_qk(sm, sq, lane);
-          softmax(p, sm, w, jn, c, r0, row0, g, t4, s, row_max, row_sum, alpha);
-        }
+        for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, sm, sv, p_tile, v, col);
+        ptx::wgmma_wait_group<kPreV>();
+        ptx::wgmma_fence_operand(s);
+        release_qk(sm, sq, lane);
+        softmax(p, sm, w, jn, c, r0, row0, g, t4, s, row_max, row_sum, alpha);
+        finish_pv<kCols>(o, sm, sv, held, p_tile, col, lane);
+        p_tile = p_tile == sm.p ? sm.p + PTile::kBytes : sm.p;  // its last reader, P V_{j-1}, is done (both)
         rescale(o, alpha);
         write_p(s, p_tile, c, r0, t4);
       }
