@@ -30,6 +30,8 @@ def _spec():
 ACC_NAMES = {str(code): "" if name == "fp32" else f" {name}acc" for name, (_, code) in _spec().ACCS.items()}
 FFPA = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)E.*?AccModeE(\d)EEELi(\d+)EEEvNS_9FwdParamsE$")
 FA2 = re.compile(r"(fa2_fwd(?:_wgmma)?)_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)E.*?ELi(\d+)EEEvNS_9FwdParamsE$")
+FA2_WS = re.compile(r"fa2_fwd_ws_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_(\d+)(\w+?)I.*?EvNS_9FwdParamsENS0_10Fa2TmaMapsE$")
+FFPA_WS = re.compile(r"ffpa_fwd_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_9FwdParamsENS0_11FfpaTmaMapsE$")
 DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)ELb([01])EEEvNS_12DecodeParamsE$")
 MERGE = re.compile(r"decode_merge_kernelI(\w+?)EEvNS_12DecodeParamsE$")
 
@@ -46,6 +48,12 @@ def describe(name):
     if m := FA2.search(name):
         kind, dt, d, dv, depth = m.groups()
         return ("FA2 wgmma" if kind.endswith("wgmma") else "FA2"), DT.get(dt, dt), dims(d, dv), depth
+    if m := FA2_WS.search(name):  # the warp-specialised TMA kernel: its stage rings are fixed per tile
+        dt, d, dv, _, tile = m.groups()
+        return ("FA2 TMA masked-tile" if "Masked" in tile else "FA2 TMA"), DT.get(dt, dt), dims(d, dv), "fixed"
+    if m := FFPA_WS.search(name):
+        dt, d, dv = m.groups()
+        return "L1 TMA", DT.get(dt, dt), dims(d, dv), "fixed"
     if m := DECODE.search(name):
         dt, d, dv, shared = m.groups()
         return ("decode shared-kv" if shared == "1" else "decode"), DT.get(dt, dt), dims(d, dv), "-"
