@@ -1,10 +1,12 @@
-// FFPA level 1 on Hopper (sm_90a), warp-specialised: large head dims (Dv up to 512 in registers,
-// E sliced, so shared memory does not grow with E) on the warpgroup MMA with TMA loads. The
-// launcher (launch/ffpa_fwd_ws_launch.cuh) runs it on compute capability 9.0 where TMA can describe
-// q, k and v; elsewhere the mma.sync L1 kernel (ffpa_fwd_sm80.cuh) runs, on the same 64 x 128 tile.
+// FFPA level 1 on Hopper (sm_90a), warp-specialised: large head dims (O in registers, up to 512 Dv
+// columns per block, wider Dv as two column groups; E sliced, so shared memory does not grow with
+// E) on the warpgroup MMA with TMA loads. The launcher (launch/ffpa_fwd_ws_launch.cuh) runs it on
+// compute capability 9.0 where TMA can describe q, k and v; elsewhere the mma.sync L1 kernel
+// (ffpa_fwd_sm80.cuh) runs, on a tile that divides this one's 64 x 128.
 //
-// One block per work item: 64 query rows of one (batch, head), the key tiles they see (causal cut,
-// block-map skip), items numbered last query block first (the longest causal rows start first).
+// One block per work item: 64 query rows and one Dv column group of one (batch, head), the key
+// tiles they see (causal cut, block-map skip), items numbered last query block first (the longest
+// causal rows start first).
 // The block is three warpgroups (traits/ffpa_traits.h, FfpaWsTraits):
 //
 //   warpgroup 0, producer (24 registers): one thread issues the TMA loads, per key tile j
@@ -17,9 +19,9 @@
 //                                                operands by descriptor, one slice in flight)
 //       row max of S_c -> shared -> [pair barrier 1] -> the row max of the whole tile
 //       P_c = exp2(S_c - m) -> b16 into P's columns 64 c .. 64 c + 63 (shared, swizzled)
-//       O_c *= alpha                             O_c: the 64 x Dv / 2 columns c owns, in registers
+//       O_c *= alpha                             O_c: the group's columns c owns, in registers
 //       fence.proxy.async -> [pair barrier 2]    P complete, both halves
-//       O_c += P V_j[:, c Dv / 2 ..]             per V stage: 64 x Dv / 2 x 32 (wgmma, P and V by
+//       O_c += P V_j[:, c's columns]             per V stage of 32 keys (wgmma, P and V by
 //                                                descriptor, V read transposed)
 //
 //     The two consumers see the same rows, so their row maxima (and so alpha) are identical; each
