@@ -19,8 +19,9 @@ _ACCS = ("auto", "fp32", "fp16", "mixed")
 _NUM_STAGES = (1, 2, 3, 4)
 _AUTOCAST_DEVICE_TYPES = ("cuda", "cpu")
 _AUTOCAST_CASTS = (torch.float16, torch.bfloat16, torch.float32)
-
-
+# torch's 8-bit float dtypes (those this torch has).
+_FP8_DTYPES = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+                    if hasattr(torch, n))
 
 
 def _sdpa_takes_4d_mask_for_3d_inputs() -> bool:
@@ -154,6 +155,11 @@ def _validate(
         raise FFPATypeError(
             f"{p}argument 'query' must be a floating-point tensor "
             f"(float16, bfloat16, float32 or float64), got dtype {query.dtype}"
+        )
+    if qdt in _FP8_DTYPES:  # SDPA takes them too, then fails inside ("mul_cuda" not implemented ...)
+        raise FFPATypeError(
+            f"{p}argument 'query' has dtype {query.dtype}: no attention kernel here or in torch's SDPA "
+            "takes FP8 inputs yet; cast query, key and value to torch.bfloat16 or torch.float16"
         )
     for name, t in qkv[1:]:
         tdt = t.dtype if autocast is None else _effective_dtype(t.dtype, autocast)
