@@ -142,11 +142,16 @@ FAMILIES = (
     Family("ffpa_l3", "fwd", 3, "Family::kFfpa", _FFPA_LAUNCHER, "launch/ffpa_fwd_launch.cuh",
            _FFPA_PAIRS + ((2048, 2048), (4096, 4096)), half_accs=True, auto="heuristic", workspace=True,
            priority=2),
+    # Split-KV decode on Hopper at the FFPA head dims (decode_sm90_ws.cuh: FFPA L1's wgmma + TMA pipeline on
+    # 64 packed query rows per block), preferred on compute capability 9.0; per call it runs the mma.sync
+    # decode kernel below where a KV head has fewer rows than a wgmma tile (launch/decode_ws_launch.cuh).
+    Family("decode", "decode", 0, "Family::kDecode", "DecodeWsLauncher<{elem}, {d}, {dv}>", "launch/decode_ws_launch.cuh",
+           _FFPA_PAIRS, half_accs=False, auto="first", workspace=False, arch="90a", priority=0, tag="wgmma"),
     # Split-KV decode (the decode op; forward routes short queries to it): head dims 64..256, the
     # FFPA range 320..1024 (its ring slots are head-dim chunks, so shared memory stays bounded) and MLA.
     Family("decode", "decode", 0, "Family::kDecode", "DecodeLauncher<{elem}, {d}, {dv}>", "launch/decode_launch.cuh",
            tuple((d, d) for d in (64, 96, 128, 192, 256)) + tuple((d, d) for d in range(320, 1025, 64)) + ((576, 512),),
-           half_accs=False, auto="first", workspace=False),
+           half_accs=False, auto="first", workspace=False, priority=1),
 )
 BY_KEY = {f.key: f for f in FAMILIES}
 NAMES = tuple(dict.fromkeys(f.name for f in FAMILIES))  # family names, in spec order

@@ -8,23 +8,20 @@ from an allocator poisoned with NaN, so a row the kernel forgets to write fails.
 from __future__ import annotations
 
 import math
-import warnings
 
 import pytest
 import torch
 
 import ffpa_attn
 from _cpu_helpers import ref_attention
+from _decode_case import LSE_TOL, TOL, kernel_names, run_case
 from _decode_ref import paged, reference
-from ffpa_attn import FFPAFallbackWarning
 
 pytestmark = pytest.mark.requires_cuda
 
 _INFO = ffpa_attn.build_info() if ffpa_attn.extension_available() else {}
 PAIRS = sorted(tuple(p) for p in (_INFO.get("head_dim_pairs") or {}).get("decode", []))
 DTYPES = [d for d in (torch.float16, torch.bfloat16) if str(d).split(".")[-1] in (_INFO.get("dtypes") or [])]
-TOL = {torch.float16: dict(atol=5e-3, rtol=5e-3), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
-LSE_TOL = dict(atol=2e-3, rtol=1e-4)
 
 
 def _pick(d, dv=None):
@@ -33,50 +30,6 @@ def _pick(d, dv=None):
     if not PAIRS:
         pytest.skip("no decode kernel in this build")
     return want if want in PAIRS else min(PAIRS, key=lambda p: abs(p[0] - want[0]) + abs(p[1] - want[1]))
-
-
-def poison():
-    """Fill the caching allocator's free blocks with NaN bytes (0xFF), large and small pools."""
-    big = torch.empty(96 << 20, dtype=torch.uint8, device="cuda").fill_(0xFF)
-    small = [torch.empty(1 << 16, dtype=torch.uint8, device="cuda").fill_(0xFF) for _ in range(64)]
-    del big, small
-
-
-def run_case(B, Lq, Hq, Hkv, S, D, Dv, dtype, *, causal=False, lens=None, page=0, splits=None, seed=0,
-             v_view_of_k=False):
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(B, Lq, Hq, D, generator=g).to(dtype)
-    k = torch.randn(B, S, Hkv, D, generator=g).to(dtype)
-    v = k[..., :Dv] if v_view_of_k else torch.randn(B, S, Hkv, Dv, generator=g).to(dtype)
-    lens = torch.full((B,), S, dtype=torch.int32) if lens is None else torch.tensor(lens, dtype=torch.int32)
-    want, want_lse = reference(q.double(), k.double(), v.double(), lens, causal)
-    if not v_view_of_k:  # nothing past a length may reach the output
-        for b in range(B):
-            k[b, int(lens[b]):] = math.nan
-            v[b, int(lens[b]):] = math.nan
-    table = None
-    if page:
-        if v_view_of_k:
-            pk, _, table = paged(g, k, k, page)
-            kc = pk.cuda()
-            vc = kc[..., :Dv]
-        else:
-            pk, pv, table = paged(g, k, v, page)
-            kc, vc = pk.cuda(), pv.cuda()
-        table = table.cuda()
-    else:
-        kc = k.cuda()
-        vc = kc[..., :Dv] if v_view_of_k else v.cuda()
-    poison()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", FFPAFallbackWarning)  # the decode kernel runs, no fallback
-        out, lse = ffpa_attn.decode(q.cuda(), kc, vc, cache_seqlens=lens.cuda(), block_table=table, causal=causal,
-                                    return_lse=True, num_splits=splits, strict=True)
-    torch.cuda.synchronize()
-    assert out.shape == (B, Lq, Hq, Dv) and out.dtype == dtype and lse.shape == (B, Hq, Lq)
-    torch.testing.assert_close(out.cpu().double(), want, **TOL[dtype])
-    torch.testing.assert_close(lse.cpu().double(), want_lse, **LSE_TOL)
-    return out, lse
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -124,13 +77,6 @@ def test_mla_with_v_a_view_of_k(page):
     run_case(2, 2, 16, 1, 640, 576, 512, DTYPES[-1], causal=True, lens=[640, 100], page=page, v_view_of_k=True)
 
 
-def _kernel_names(fn):
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return {e.name for e in prof.events()}
-
-
 @pytest.mark.parametrize("L", [1, 5, 64])
 def test_forward_routes_short_queries_to_decode(L):
     D, Dv = _pick(128)
@@ -142,7 +88,7 @@ def test_forward_routes_short_queries_to_decode(L):
     v = torch.randn(2, 2, 700, Dv, generator=g).to(torch.bfloat16)
     qc, kc, vc = q.cuda(), k.cuda(), v.cuda()
     res = {}
-    names = _kernel_names(lambda: res.setdefault("out", ffpa_attn.forward(
+    names = kernel_names(lambda: res.setdefault("out", ffpa_attn.forward(
         qc, kc, vc, is_causal=True, causal_align="bottom_right", enable_gqa=True, return_lse=True, strict=True)))
     out, lse = res["out"]
     on_decode = any("decode_split_kernel" in n for n in names)
@@ -219,7 +165,7 @@ def test_forward_with_a_mask_routes_to_decode(kind, L):
         mask = torch.randn(B, Hq, L, S, generator=g) * 2
         mask[:, :, :, 400:] = -math.inf
     res = {}
-    names = _kernel_names(lambda: res.setdefault("out", ffpa_attn.forward(
+    names = kernel_names(lambda: res.setdefault("out", ffpa_attn.forward(
         q.cuda(), k.cuda(), v.cuda(), attn_mask=mask.cuda(), enable_gqa=True, return_lse=True, strict=True)))
     assert any("decode_split_kernel" in n for n in names), sorted(names)
     out, lse = res["out"]

@@ -1,13 +1,13 @@
 // Definition of the split-KV decode launcher: the split count (launch/heuristics.h), the
 // shared-memory opt-in, the split kernel's grid (row tiles x splits, KV heads, batch) and the
-// merge. Included only by the generated instantiation files.
+// merge (decode_merge_launch.cuh). Included only by the generated instantiation files.
 #pragma once
 #include <cuda_runtime.h>
 
 #include "ffpa/constants.h"
-#include "ffpa/kernels/decode_merge.cuh"
 #include "ffpa/kernels/decode_sm80.cuh"
 #include "ffpa/traits/decode_traits.h"
+#include "launch/decode_merge_launch.cuh"
 #include "launch/fwd_launcher.h"
 #include "launch/heuristics.h"
 
@@ -132,13 +132,7 @@ cudaError_t DecodeLauncher<Element, kHeadDim, kHeadDimV>::run(DecodeParams p, cu
   else
     err = Impl::template launch<false>(p, stream);
   if (err != cudaSuccess || p.num_splits == 1) return err;
-  const int64_t items = static_cast<int64_t>(p.batch) * p.heads_kv * (p.heads_q / p.heads_kv) * p.len_q;
-  if (items > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  static_assert(kernels::kMaxMergeSplits >= kMaxDecodeSplits, "the merge holds every split's weight");
-  static_assert(kHeadDimV % 8 == 0, "the merge's threads take 4 columns (its last column block may be narrower)");
-  const dim3 merge_grid(static_cast<unsigned>(items), (kHeadDimV + kernels::kMergeCols - 1) / kernels::kMergeCols);
-  kernels::decode_merge_kernel<Element><<<merge_grid, kernels::kMergeThreads, 0, stream>>>(p);
-  return cudaGetLastError();
+  return launch_decode_merge<Element, kHeadDimV>(p, stream);
 }
 
 }  // namespace ffpa::launch

@@ -50,4 +50,14 @@ struct DecodeLauncher {
   static int splits(DecodeParams params);
 };
 
+// Split-KV decode on Hopper (kernels/decode_sm90_ws.cuh, sm_90a builds): the wgmma + TMA kernel for
+// calls with many rows per KV head, DecodeLauncher's kernel for the rest.
+template <typename Element, int kHeadDim, int kHeadDimV>
+struct DecodeWsLauncher {
+  struct Impl;
+  static cudaError_t run(DecodeParams params, cudaStream_t stream);
+  static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
+  static int splits(DecodeParams params);
+};
+
 }  // namespace ffpa::launch

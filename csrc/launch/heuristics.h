@@ -133,5 +133,10 @@ inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_p
   return best;
 }
 
+// Decode on Hopper at FFPA head dims: the wgmma + TMA kernel (kernels/decode_sm90_ws.cuh, 64-row
+// tiles) takes calls whose packed rows per KV head (group x Lq) reach this; fewer rows run the
+// mma.sync kernel's 16-row tiles, which waste no MMA rows on padding.
+constexpr int kDecodeWgmmaMinRows = 64;
+
 }  // namespace ffpa::launch
 

@@ -84,34 +84,39 @@ inline cudaError_t encode_tma(CUtensorMap* out, const TmaTensor& t, TmaSwizzle s
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-// The rank-4 map (head dim, position, head, batch) of one attention tensor (q, k, v: strides in
-// elements, as FwdParams holds them), loaded in boxes of 64 columns x box_rows positions with the
-// 128-byte swizzle wgmma reads. Strides of size-1 dims are irrelevant to the loads and are set to a
-// value TMA takes. A broadcast dim (stride 0, size > 1) is not a TMA tensor: cudaErrorNotSupported,
-// as for anything else TMA cannot take, so the caller runs its cp.async kernel.
-inline cudaError_t encode_attn_tma(CUtensorMap* map, TmaElem elem, const void* base, int cols, int rows, int heads,
-                                   int batch, int64_t row_stride, int64_t head_stride, int64_t batch_stride,
-                                   int box_rows) {
+// The map of a strided tensor of rank 1..5 (sizes innermost first; strides in elements, dim 0
+// contiguous), loaded in boxes of `box` elements per dim with the 128-byte swizzle wgmma reads.
+// Strides of size-1 dims are irrelevant to the loads and are set to a value TMA takes. A broadcast
+// dim (stride 0, size > 1) is not a TMA tensor: cudaErrorNotSupported, as for anything else TMA
+// cannot take, so the caller runs its cp.async kernel.
+inline cudaError_t encode_strided_tma(CUtensorMap* map, TmaElem elem, const void* base, int rank,
+                                      const uint64_t* dims, const int64_t* strides, const uint32_t* box) {
   TmaTensor t;
   t.base = base;
   t.elem = elem;
-  t.rank = 4;
-  const uint64_t dims[4] = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(heads),
-                            static_cast<uint64_t>(batch)};
-  const int64_t strides[4] = {1, row_stride, head_stride, batch_stride};
+  t.rank = rank;
   const uint64_t eb = static_cast<uint64_t>(tma_elem_bytes(elem));
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < rank; ++i) {
     t.dims[i] = dims[i];
+    t.box[i] = box[i];
     if (i == 0) continue;
-    const uint64_t packed = i == 1 ? static_cast<uint64_t>(cols) * eb : t.strides[i - 1] * dims[i - 1];
+    const uint64_t packed = i == 1 ? dims[0] * eb : t.strides[i - 1] * dims[i - 1];
     if (dims[i] > 1 && strides[i] <= 0) return cudaErrorNotSupported;
     t.strides[i] = dims[i] == 1 ? packed : static_cast<uint64_t>(strides[i]) * eb;
   }
-  t.box[0] = 64;
-  t.box[1] = static_cast<uint32_t>(box_rows);
-  t.box[2] = 1;
-  t.box[3] = 1;
   return encode_tma(map, t, TmaSwizzle::k128B) == cudaSuccess ? cudaSuccess : cudaErrorNotSupported;
+}
+
+// The rank-4 map (head dim, position, head, batch) of one attention tensor (q, k, v: strides in
+// elements, as FwdParams holds them), loaded in boxes of 64 columns x box_rows positions.
+inline cudaError_t encode_attn_tma(CUtensorMap* map, TmaElem elem, const void* base, int cols, int rows, int heads,
+                                   int batch, int64_t row_stride, int64_t head_stride, int64_t batch_stride,
+                                   int box_rows) {
+  const uint64_t dims[4] = {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows), static_cast<uint64_t>(heads),
+                            static_cast<uint64_t>(batch)};
+  const int64_t strides[4] = {1, row_stride, head_stride, batch_stride};
+  const uint32_t box[4] = {64, static_cast<uint32_t>(box_rows), 1, 1};
+  return encode_strided_tma(map, elem, base, 4, dims, strides, box);
 }
 
 }  // namespace ffpa::launch

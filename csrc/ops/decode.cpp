@@ -109,6 +109,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
   p.block_table_stride = paged ? block_table->stride(0) : 0;
   if (mask_kind != MaskKind::kNone) fill_mask(p, *attn_mask, mask_kind);
   p.page_size = static_cast<int>(page_size);
+  p.kv_pages = static_cast<int>(std::min<int64_t>(k_cache.size(0), INT32_MAX));
   p.page_shift = -1;
   for (int sh = 0; sh < 31; ++sh)
     if ((int64_t{1} << sh) == page_size) p.page_shift = sh;

@@ -76,6 +76,7 @@ struct DecodeParams : AttnParams {
   const int* block_table;  // [B, block_table_stride] page indices; null: a contiguous cache
   int64_t block_table_stride;
   int page_size;           // keys per page (a multiple of 16); len_kv when contiguous
+  int kv_pages;            // dim 0 of the caches: pages of the pool, or the batch when contiguous
   int page_shift;          // log2(page_size) when a power of two (a shift, not a division), else -1
   int num_splits;          // key ranges per sequence, 1..; > 1 writes partials the merge combines
   // num_splits > 1: fp32 partial outputs [splits][B][Hkv][rows][Dv] (normalised) and their LSE

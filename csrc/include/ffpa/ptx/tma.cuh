@@ -48,4 +48,16 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void* tmap, uint
 #endif
 }
 
+// The same for a rank-5 map (c0 innermost): decode's packed queries (head dim, query head in the KV
+// head's group, query position, KV head, batch).
+__device__ __forceinline__ void tma_load_5d(uint32_t dst, const void* tmap, uint32_t bar, int c0, int c1, int c2,
+                                            int c3, int c4) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(tmap)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+      : "memory");
+#endif
+}
+
 }  // namespace ffpa::ptx

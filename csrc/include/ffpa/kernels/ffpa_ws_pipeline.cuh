@@ -1,0 +1,381 @@
+// The warp-specialised wgmma + TMA pipeline of the FFPA-shaped Hopper kernels (sm_90a): 64 query
+// rows against 128-key tiles, the head dim E in 64-wide Q@K^T slices (shared memory does not grow
+// with E), O for up to 512 Dv columns in registers. Two kernels run on it, which differ only in what
+// a block works on and where its tiles come from (the Problem):
+//   - FFPA level 1 prefill (kernels/ffpa_fwd_sm90_ws.cuh): one (batch, head, 64 query rows);
+//   - split-KV decode (kernels/decode_sm90_ws.cuh): 64 packed query rows of one KV head (its query
+//     heads x Lq) against one key range of a contiguous or paged cache.
+//
+// The block is three warpgroups (traits/ffpa_traits.h, FfpaWsTraits):
+//
+//   warpgroup 0, producer (24 registers): one thread issues the TMA loads, per key tile j
+//     - kSlicesQK Q@K^T stages: Q[:, 64 s .. 64 s + 63] and K_j[:, 64 s .. 64 s + 63]   (ring_qk)
+//     - kStagesV V stages of the previous tile: V_{j-1}[32 v .. 32 v + 31, the group]   (ring_v)
+//     in the order the consumers take them.
+//   warpgroups 1, 2, consumers c = 0, 1 (240 registers):
+//
+//       S_c = Q K_j[64 c .. 64 c + 63]^T        64 x 64, accumulated over the E slices (wgmma, both
+//                                                operands by descriptor, one slice in flight)
+//       row max of S_c -> shared -> [pair barrier 1] -> the row max of the whole tile
+//       P_c = exp2(S_c - m) -> b16 into P's columns 64 c .. 64 c + 63 (shared, swizzled)
+//       O_c *= alpha                             O_c: the group's columns c owns, in registers
+//       fence.proxy.async -> [pair barrier 2]    P complete, both halves
+//       O_c += P V_j[:, c's columns]             per V stage of 32 keys (wgmma, P and V by
+//                                                descriptor, V read transposed)
+//
+//     The two consumers see the same rows, so their row maxima (and so alpha) are identical; each
+//     keeps a partial row sum over its own key columns, added up in the epilogue (barrier 3).
+//     S_{j+1} is issued before P V_j and its softmax runs under P V_j's first stages (P
+//     double-buffered; the producer loads V one tile behind K to match).
+//
+// Who waits on what (mbarriers; ring_qk kQKStages deep, ring_v kVStages deep):
+//   producer:  empty_qk[s] -> TMA Q, K slices -> full_qk[s]     empty_v[s] -> TMA V stage -> full_v[s]
+//   consumers: full_qk[s] -> S += Q K (wgmma) -> its wait -> arrive empty_qk[s]   (both consumers)
+//              full_v[s]  -> O += P V (wgmma) -> its wait -> arrive empty_v[s]    (both consumers)
+// The row maxima are one buffer: a consumer writes tile j + 1's only after pair barrier 2 of j, which
+// the other passes only after reading tile j's. P_{j+1} goes to the buffer P V_{j-1} read, which
+// both consumers finished before pair barrier 2 of j.
+//
+// A Problem (static members) says what a block works on:
+//   Params, Maps                      the kernel's parameters and TMA maps
+//   Item item(p, block)               what block `block` computes: has m0 (its first row, the base
+//                                     of the rows the hooks below get) and n_end (its tiles end)
+//   first_tile(p, w), next_tile(p, w, j)   the key tiles it walks, in order (below n_end)
+//   load_qk(p, maps, w, stage, bar, d, j)  producer: Q and K slice d of tile j, kQKStageBytes in all
+//   load_v(p, maps, w, stage, bar, j, v)   producer: V stage v of tile j, kVStageBytes in all
+//   mask(s, p, w, j, c, row0, g, t4)       consumer c's scores of tile j: masks and scales them (base
+//                                     2) where the tile needs it and says whether it did
+//   prepare_v(p, w, j, v, stage, col)      before P V reads a V stage (consumer's columns from col)
+//   store(p, w, c, col0, row0, g, t4, o, row_max, l)   the finished rows (l: their full row sums)
+#pragma once
+#include <cuda.h>
+
+#include <cstdint>
+#include <math_constants.h>
+
+#include "ffpa/attn/softmax.cuh"
+#include "ffpa/attn/state.cuh"
+#include "ffpa/ptx/cp_async.cuh"  // smem_u32addr
+#include "ffpa/ptx/math.cuh"
+#include "ffpa/ptx/mbarrier.cuh"
+#include "ffpa/ptx/tma.cuh"
+#include "ffpa/ptx/warpgroup.cuh"
+#include "ffpa/ptx/wgmma.cuh"
+#include "ffpa/tile/numeric.cuh"
+#include "ffpa/tile/stage_ring.cuh"
+#include "ffpa/traits/ffpa_traits.h"
+
+namespace ffpa::attn {
+
+template <typename Traits, typename Problem>
+struct FfpaWsPipeline {
+  using Element = typename Traits::Element;
+  using Num = Numeric<Element>;
+  using Params = typename Problem::Params;
+  using Maps = typename Problem::Maps;
+  using Item = typename Problem::Item;
+  using QSlice = typename Traits::QSlice;
+  using KSlice = typename Traits::KSlice;
+  using VStage = typename Traits::VStage;
+  using PTile = typename Traits::PTile;
+  using RingQK = StageRing<Traits::kQKStages>;
+  using RingV = StageRing<Traits::kVStages>;
+  using MmaS = ptx::WgmmaM64<Traits::kColsS, Element>;
+  static constexpr int kBlockM = Traits::kBlockM;
+  static constexpr int kBlockN = Traits::kBlockN;
+  static constexpr int kColsS = Traits::kColsS;
+  static constexpr int kNS = kColsS / 8;  // m16n8 S tiles per warp
+  static constexpr int kSlicesQK = Traits::kSlicesQK;
+  static constexpr int kStagesV = Traits::kStagesV;
+  // S_j's wgmmas are issued before P V_{j-1}'s, and the softmax of S_j runs while the tensor cores do
+  // P V_{j-1}'s first kPreV V stages: two where the V ring has 4 stages (groups up to 384 columns),
+  // one where it has 3 (448, 512: two held would leave the producer one stage to prefetch into).
+  // Same-run A/B on an H200 against the plain order (S_j, softmax, P V_j): +11% at D = 448, +3% at
+  // 1024, within 1% at 320, 384, 512 (docs/hopper_ffpa.md).
+  static constexpr int kPreV = Traits::kVStages >= 4 ? 2 : 1;
+  // Q@K^T slices in flight per consumer beside the one being issued (2 spilled and ran 5-25% slower).
+  static constexpr int kLag = 1;
+  static_assert(kPreV >= 1 && kPreV < kStagesV && kPreV <= Traits::kVStages, "the V stages the softmax runs under");
+  static constexpr uint32_t kConsumerWarps = 4 * Traits::kConsumers;  // arrivals that release a stage
+  static constexpr uint32_t kPairThreads = 128 * Traits::kConsumers;
+  // Named barriers of the consumer pair (0 is __syncthreads).
+  static constexpr uint32_t kBarMax = 1, kBarP = 2, kBarSum = 3;
+  static_assert(Traits::kConsumers == 2, "a pair of consumers splits the key and Dv columns");
+
+  // A barrier of the consumer pair: where the two run different code (an uneven column split), the
+  // unaligned form (see ptx/warpgroup.cuh).
+  static __device__ __forceinline__ void pair_sync(uint32_t id, uint32_t threads) {
+    if constexpr (Traits::kCols0 == Traits::kCols1)
+      ptx::named_barrier_sync(id, threads);
+    else
+      ptx::named_barrier_sync_unaligned(id, threads);
+  }
+
+  struct Smem {
+    uint32_t qk, v, p;  // ring_qk's stages, ring_v's stages, P's two buffers (shared addresses)
+    float* stats;       // [2 (max, sum)][kConsumers][kBlockM]
+    RingQK ring_qk;
+    RingV ring_v;
+  };
+
+  static __device__ __forceinline__ Smem layout(char* smem_raw) {
+    const uint32_t raw = ptx::smem_u32addr(smem_raw);
+    Smem s;
+    s.qk = (raw + 1023u) & ~1023u;
+    s.v = s.qk + Traits::kQKStages * Traits::kQKStageBytes;
+    s.p = s.v + Traits::kVRingBytes;
+    const uint32_t stats = s.p + 2 * PTile::kBytes;  // P is double-buffered
+    s.stats = reinterpret_cast<float*>(smem_raw + (stats - raw));
+    s.ring_qk = RingQK{stats + Traits::kStatBytes};
+    s.ring_v = RingV{s.ring_qk.bars + RingQK::kBarrierBytes};
+    return s;
+  }
+
+  // ---- producer ----------------------------------------------------------------------------
+  static __device__ __forceinline__ void produce(const Params& p, const Maps& maps, const Smem& s, const Item& w) {
+    Problem::prefetch_maps(maps);
+    typename RingQK::State sq;
+    typename RingV::State sv;
+    // The consumers' order: S_j's slices before P V_{j-1}'s stages (V one tile behind).
+    int prev = -1;
+    for (int j = Problem::first_tile(p, w); j < w.n_end; j = Problem::next_tile(p, w, j)) {
+      for (int d = 0; d < kSlicesQK; ++d, sq.advance()) {
+        s.ring_qk.producer_acquire(sq);
+        s.ring_qk.producer_expect(sq, Traits::kQKStageBytes);
+        Problem::load_qk(p, maps, w, s.qk + sq.stage * Traits::kQKStageBytes, s.ring_qk.full(sq.stage), d, j);
+      }
+      if (prev >= 0) load_v(p, maps, s, sv, w, prev);
+      prev = j;
+    }
+    if (prev >= 0) load_v(p, maps, s, sv, w, prev);
+  }
+
+  static __device__ __forceinline__ void load_v(const Params& p, const Maps& maps, const Smem& s,
+                                                typename RingV::State& sv, const Item& w, int j) {
+    for (int v = 0; v < kStagesV; ++v, sv.advance()) {
+      s.ring_v.producer_acquire(sv);
+      s.ring_v.producer_expect(sv, Traits::kVStageBytes);
+      Problem::load_v(p, maps, w, s.v + sv.stage * Traits::kVStageBytes, s.ring_v.full(sv.stage), j, v);
+    }
+  }
+
+  // ---- consumers ---------------------------------------------------------------------------
+  static __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return ptx::gmma_desc_sw128(addr, 16, 1024); }
+
+  // Issue S = Q K_j[64 c ..]^T over the E slices, one slice's wgmmas in flight while the next is
+  // issued (each earlier stage released once its wgmmas are done). Returns with the last slice's
+  // group pending: the caller waits for it and releases that stage (release_qk).
+  static __device__ __forceinline__ void issue_qk(float (&s)[kNS][4], const Smem& sm, typename RingQK::State& st,
+                                                  int c, int lane) {
+#pragma unroll 1
+    for (int d = 0; d < kSlicesQK; ++d) {
+      sm.ring_qk.consumer_wait(st);
+      const uint32_t q = sm.qk + st.stage * Traits::kQKStageBytes;
+      const uint32_t k = q + QSlice::kBytes + c * kColsS * 128;
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) MmaS::ss(s, k_major(q + ks * 32), k_major(k + ks * 32), d > 0 || ks > 0);
+      ptx::wgmma_commit_group();
+      if (d >= kLag) {
+        ptx::wgmma_wait_group<kLag>();
+        if (lane == 0) sm.ring_qk.consumer_release(typename RingQK::State{back(st, kLag), 0});
+      }
+      st.advance();
+    }
+  }
+
+  // The ring stage `i` stages before st's.
+  static __device__ __forceinline__ int back(const typename RingQK::State& st, int i) {
+    return (st.stage - i + Traits::kQKStages) % Traits::kQKStages;
+  }
+
+  // The last kLag slices' stages, once their wgmmas are done.
+  static __device__ __forceinline__ void release_qk(const Smem& sm, const typename RingQK::State& st, int lane) {
+    if (lane == 0)
+#pragma unroll
+      for (int i = 1; i <= kLag; ++i) sm.ring_qk.consumer_release(typename RingQK::State{back(st, i), 0});
+  }
+
+  // Issue O_c += P V_j[:, col .. col + kCols) for V stage v of tile j (two k-steps of 16 keys), P
+  // from buffer p_tile; returns the stage, to release once the group is done.
+  template <int kCols>
+  static __device__ __forceinline__ int issue_pv(float (&o)[kCols / 8][4], const Params& p, const Item& w,
+                                                 const Smem& sm, typename RingV::State& st, uint32_t p_tile, int j,
+                                                 int v, int col) {
+    sm.ring_v.consumer_wait(st);
+    const uint32_t stage = sm.v + st.stage * Traits::kVStageBytes;
+    Problem::template prepare_v<kCols>(p, w, j, v, stage, col);
+    const uint32_t vs = stage + VStage::chunk(col / 64);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Traits::kVKeys / 16; ++kk)
+      ptx::WgmmaM64<kCols, Element>::ss_tb(o, k_major(p_tile + PTile::k_major_kstep(v * Traits::kVKeys / 16 + kk)),
+                                           ptx::gmma_desc_sw128(vs + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024),
+                                           1);
+    ptx::wgmma_commit_group();
+    const int s = st.stage;
+    st.advance();
+    return s;
+  }
+
+  // V stages kPreV.. of P V_j, each issued once the oldest pending one is done (and released), then
+  // the rest waited for: at most kPreV stages of V held.
+  template <int kCols>
+  static __device__ __forceinline__ void finish_pv(float (&o)[kCols / 8][4], const Params& p, const Item& w,
+                                                   const Smem& sm, typename RingV::State& st, int (&held)[kStagesV],
+                                                   uint32_t p_tile, int j, int col, int lane) {
+#pragma unroll
+    for (int v = kPreV; v < kStagesV; ++v) {
+      ptx::wgmma_wait_group<kPreV - 1>();
+      if (lane == 0) sm.ring_v.consumer_release(typename RingV::State{held[v - kPreV], 0});
+      held[v] = issue_pv<kCols>(o, p, w, sm, st, p_tile, j, v, col);
+    }
+    ptx::wgmma_wait_group<0>();
+    ptx::wgmma_fence_operand(o);
+    if (lane == 0)
+#pragma unroll
+      for (int v = kStagesV - kPreV; v < kStagesV; ++v) sm.ring_v.consumer_release(typename RingV::State{held[v], 0});
+  }
+
+  // Online softmax of S_j on consumer c: masks where the tile needs it (Problem::mask), exchanges row
+  // maxima with the other consumer (barrier 1), updates the row max and this consumer's partial row
+  // sum, leaves P = exp2(S - m) in s and returns alpha in `alpha`, the factor O is rescaled by.
+  static __device__ __forceinline__ void softmax(const Params& p, const Smem& sm, const Item& w, int j, int c, int r0,
+                                                 int row0, int g, int t4, float (&s)[kNS][4], float (&row_max)[2],
+                                                 float (&row_sum)[2], float (&alpha)[2]) {
+    const bool per_elem = Problem::mask(s, p, w, j, c, row0, g, t4);
+    const float sf = per_elem ? 1.f : p.scale_log2;
+    float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
+    float* max_mine = sm.stats + c * kBlockM;
+    const float* max_other = sm.stats + (1 - c) * kBlockM;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      tile_max[r] *= sf;
+      if (t4 == 0) max_mine[r0 + 8 * r] = tile_max[r];
+    }
+    pair_sync(kBarMax, kPairThreads);
+    float neg_m[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      alpha[r] = online_update(row_max[r], row_sum[r], fmaxf(tile_max[r], max_other[r0 + 8 * r]), neg_m[r]);
+    exp2_strip_add_sums(s, sf, neg_m, row_sum);
+  }
+
+  // P in b16 into consumer c's columns of a P buffer (swizzled: a warp's 8 rows x 4 lanes hit 32
+  // banks), published to the async proxy and to the other consumer (barrier 2).
+  static __device__ __forceinline__ void write_p(const float (&s)[kNS][4], uint32_t p_tile, int c, int r0, int t4) {
+#pragma unroll
+    for (int n = 0; n < kNS; ++n)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, c * kColsS + 8 * n + 2 * t4);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(Num::pack2(s[n][2 * r], s[n][2 * r + 1])));
+      }
+    ptx::fence_proxy_async_shared();
+    pair_sync(kBarP, kPairThreads);
+  }
+
+  template <int kNO>
+  static __device__ __forceinline__ void rescale(float (&o)[kNO][4], const float (&alpha)[2]) {
+    if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;  // the row maxima settled
+#pragma unroll
+    for (int n = 0; n < kNO; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
+  }
+
+  // One item on consumer c, which owns O columns [col, col + kCols) of the item's group. S_j's wgmmas
+  // are issued before P V_{j-1}'s, so the softmax of S_j runs while the tensor cores do the first
+  // kPreV V stages of P V_{j-1} (P double-buffered).
+  template <int kCols>
+  static __device__ __forceinline__ void consume(const Params& p, const Smem& sm, const Item& w, int c, int col) {
+    constexpr int kNO = kCols / 8;  // m16n8 O tiles per warp
+    const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+    const int r0 = 16 * warp + g;  // this thread's first row in the block (and r0 + 8)
+    const int row0 = w.m0 + 16 * warp;
+    float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int n = 0; n < kNO; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
+    typename RingQK::State sq;
+    typename RingV::State sv;
+
+    int j = Problem::first_tile(p, w);
+    if (j < w.n_end) {
+      float s[kNS][4], alpha[2];
+      int held[kStagesV];  // V stages of P V in flight
+      uint32_t p_tile = sm.p;
+      issue_qk(s, sm, sq, c, lane);
+      ptx::wgmma_wait_group<0>();
+      ptx::wgmma_fence_operand(s);
+      release_qk(sm, sq, lane);
+      softmax(p, sm, w, j, c, r0, row0, g, t4, s, row_max, row_sum, alpha);  // O is 0: alpha unused
+      write_p(s, p_tile, c, r0, t4);
+      for (int jn = Problem::next_tile(p, w, j); jn < w.n_end; j = jn, jn = Problem::next_tile(p, w, j)) {
+        issue_qk(s, sm, sq, c, lane);  // S_jn's wgmmas first; its softmax runs under P V_j's first stages
+#pragma unroll
+        for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, p, w, sm, sv, p_tile, j, v, col);
+        ptx::wgmma_wait_group<kPreV>();
+        ptx::wgmma_fence_operand(s);
+        release_qk(sm, sq, lane);
+        softmax(p, sm, w, jn, c, r0, row0, g, t4, s, row_max, row_sum, alpha);
+        finish_pv<kCols>(o, p, w, sm, sv, held, p_tile, j, col, lane);
+        p_tile = p_tile == sm.p ? sm.p + PTile::kBytes : sm.p;  // its last reader, P V_{j-1}, is done (both)
+        rescale(o, alpha);
+        write_p(s, p_tile, c, r0, t4);
+      }
+#pragma unroll
+      for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, p, w, sm, sv, p_tile, j, v, col);
+      finish_pv<kCols>(o, p, w, sm, sv, held, p_tile, j, col, lane);
+    }
+    store<kCols>(p, w, sm, c, col, r0, row0, g, t4, o, row_max, row_sum);
+  }
+
+  // Epilogue: the pair adds its partial row sums (barrier 3); the Problem stores the rows.
+  template <int kCols>
+  static __device__ __forceinline__ void store(const Params& p, const Item& w, const Smem& sm, int c, int col0,
+                                               int r0, int row0, int g, int t4, const float (&o)[kCols / 8][4],
+                                               const float (&row_max)[2], float (&row_sum)[2]) {
+    float* sum_mine = sm.stats + (2 + c) * kBlockM;
+    const float* sum_other = sm.stats + (3 - c) * kBlockM;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+      if (t4 == 0) sum_mine[r0 + 8 * r] = row_sum[r];
+    }
+    pair_sync(kBarSum, kPairThreads);
+    float l[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) l[r] = row_sum[r] + sum_other[r0 + 8 * r];
+    Problem::template store<kCols>(p, w, c, col0, row0, g, t4, o, row_max, l);
+  }
+
+  static __device__ __forceinline__ void run(const Params& p, const Maps& maps, char* smem_raw) {
+    const Smem sm = layout(smem_raw);
+    const Item w = Problem::item(p, blockIdx.x);
+    if (threadIdx.x == 0) {
+      sm.ring_qk.init(kConsumerWarps);
+      sm.ring_v.init(kConsumerWarps);
+    }
+    __syncthreads();
+    const int wg = threadIdx.x / 128;
+    if (wg == 0) {
+      ptx::setmaxnreg_dec<Traits::kProducerRegs>();
+      if (threadIdx.x == 0) produce(p, maps, sm, w);
+      return;
+    }
+    ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
+    if constexpr (Traits::kCols0 == Traits::kCols1)  // one copy of the consumer code
+      consume<Traits::kCols0>(p, sm, w, wg - 1, (wg - 1) * Traits::kCols0);
+    else if (wg == 1)
+      consume<Traits::kCols0>(p, sm, w, 0, 0);
+    else
+      consume<Traits::kCols1>(p, sm, w, 1, Traits::kCols0);
+  }
+};
+
+}  // namespace ffpa::attn

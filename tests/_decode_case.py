@@ -1,0 +1,77 @@
+"""One decode case on the GPU against the float64 reference of _decode_ref.py: NaN in every cache
+position no length covers, outputs from an allocator poisoned with NaN (a row the kernel forgets to
+write fails), optionally the kernels it launched (torch.profiler). Shared by the decode GPU tests."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+import ffpa_attn
+from _decode_ref import paged, reference
+from ffpa_attn import FFPAFallbackWarning
+
+TOL = {torch.float16: dict(atol=5e-3, rtol=5e-3), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
+LSE_TOL = dict(atol=2e-3, rtol=1e-4)
+
+
+def kernel_names(fn):
+    """Names of the CUDA kernels fn() launches."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events()}
+
+
+def poison():
+    """Fill the caching allocator's free blocks with NaN bytes (0xFF), large and small pools."""
+    big = torch.empty(96 << 20, dtype=torch.uint8, device="cuda").fill_(0xFF)
+    small = [torch.empty(1 << 16, dtype=torch.uint8, device="cuda").fill_(0xFF) for _ in range(64)]
+    del big, small
+
+
+def run_case(B, Lq, Hq, Hkv, S, D, Dv, dtype, *, causal=False, lens=None, page=0, splits=None, seed=0,
+             v_view_of_k=False, scale=None, kernels=None):
+    """kernels: a list the names of the launched kernels are appended to (profiled)."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, Lq, Hq, D, generator=g).to(dtype)
+    k = torch.randn(B, S, Hkv, D, generator=g).to(dtype)
+    v = k[..., :Dv] if v_view_of_k else torch.randn(B, S, Hkv, Dv, generator=g).to(dtype)
+    lens = torch.full((B,), S, dtype=torch.int32) if lens is None else torch.tensor(lens, dtype=torch.int32)
+    want, want_lse = reference(q.double(), k.double(), v.double(), lens, causal, scale=scale)
+    if not v_view_of_k:  # nothing past a length may reach the output
+        for b in range(B):
+            k[b, int(lens[b]):] = math.nan
+            v[b, int(lens[b]):] = math.nan
+    table = None
+    if page:
+        if v_view_of_k:
+            pk, _, table = paged(g, k, k, page)
+            kc = pk.cuda()
+            vc = kc[..., :Dv]
+        else:
+            pk, pv, table = paged(g, k, v, page)
+            kc, vc = pk.cuda(), pv.cuda()
+        table = table.cuda()
+    else:
+        kc = k.cuda()
+        vc = kc[..., :Dv] if v_view_of_k else v.cuda()
+    poison()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FFPAFallbackWarning)  # the decode kernel runs, no fallback
+        qc, lc, res = q.cuda(), lens.cuda(), {}
+
+        def call():
+            res["out"] = ffpa_attn.decode(qc, kc, vc, cache_seqlens=lc, block_table=table, causal=causal, scale=scale,
+                                          return_lse=True, num_splits=splits, strict=True)
+        if kernels is None:
+            call()
+        else:
+            kernels.extend(kernel_names(call))
+        out, lse = res["out"]
+    torch.cuda.synchronize()
+    assert out.shape == (B, Lq, Hq, Dv) and out.dtype == dtype and lse.shape == (B, Hq, Lq)
+    torch.testing.assert_close(out.cpu().double(), want, **TOL[dtype])
+    torch.testing.assert_close(lse.cpu().double(), want_lse, **LSE_TOL)
+    return out, lse

@@ -1,0 +1,138 @@
+"""The Hopper decode kernel (kernels/decode_sm90_ws.cuh: FFPA L1's wgmma + TMA pipeline on 64 packed
+query rows per block) against the float64 reference of _decode_ref.py: which calls take it and which
+stay on the mma.sync kernel (torch.profiler), every compiled FFPA head-dim pair and dtype, the row
+packings (a group of 64+ heads at one position, smaller groups over several positions, an odd Lq),
+causal, contiguous and shuffled paged caches (pages 16..256), lengths 0, 1 and odd with NaN past
+them, forced split counts, MLA with V a view of K, a negative scale, torch.compile and CUDA-graph
+replay with new lengths."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import ffpa_attn
+from _decode_case import LSE_TOL, TOL, run_case
+from _decode_ref import paged, reference
+
+_INFO = ffpa_attn.build_info() if ffpa_attn.extension_available() else {}
+_WS_PAIRS = sorted({(e["head_dim"], e["head_dim_v"]) for e in _INFO.get("registry", [])
+                    if e["family"] == "decode" and e.get("arch") == "90a"})
+HOPPER = bool(torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0) and _WS_PAIRS)
+DTYPES = [d for d in (torch.float16, torch.bfloat16) if str(d).split(".")[-1] in (_INFO.get("dtypes") or [])]
+WS, SYNC = "decode_split_ws_kernel", "decode_split_kernel"
+
+pytestmark = [pytest.mark.requires_cuda,
+              pytest.mark.skipif(not HOPPER, reason="the wgmma decode kernel runs on compute capability 9.0 (sm_90a)")]
+
+
+def _pair(d, dv=None):
+    want = (d, d if dv is None else dv)
+    if want not in _WS_PAIRS:
+        pytest.skip(f"{want} has no Hopper decode kernel in this build")
+    return want
+
+
+def _ran(kernels, name):
+    """Whether the split kernel `name` (WS or SYNC: neither name holds the other) ran."""
+    return any(name in k for k in kernels)
+
+
+# (B, Lq, Hq, Hkv, S, pair, page, which kernel): rows per KV head = Hq / Hkv x Lq (paged: S whole pages).
+ROUTES = [
+    (2, 1, 128, 1, 700, (576, 512), 0, WS),     # MLA: 128 heads at one position, two blocks
+    (2, 2, 64, 1, 640, (576, 512), 64, WS),     # a group of 64 at two positions
+    (2, 8, 64, 8, 513, (512, 512), 0, WS),      # 8 heads x 8 positions in one block
+    (3, 7, 32, 2, 288, (320, 320), 16, WS),     # 16 heads x 4 positions a block, Lq 7: the last half padding
+    (2, 32, 4, 2, 192, (1024, 1024), 32, WS),   # 2 heads x 32 positions; Dv in two column groups
+    (2, 1, 16, 1, 700, (576, 512), 0, SYNC),    # 16 rows: the mma.sync kernel
+    (2, 1, 96, 1, 300, (576, 512), 0, SYNC),    # a group of 96 (not a power of two)
+    (2, 1, 128, 1, 288, (576, 512), 48, SYNC),  # pages of 48 keys (not a power of two)
+]
+
+
+@pytest.mark.parametrize("B,Lq,Hq,Hkv,S,pair,page,kernel", ROUTES,
+                         ids=[f"{r[2]}of{r[3]}-lq{r[1]}-{r[5][0]}-p{r[6]}-{'ws' if r[7] == WS else 'sync'}" for r in ROUTES])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_which_calls_take_the_wgmma_kernel(B, Lq, Hq, Hkv, S, pair, page, kernel, causal):
+    D, Dv = _pair(*pair)
+    lens = [S, S // 2 + 1, 1][:B]
+    names = []
+    run_case(B, Lq, Hq, Hkv, S, D, Dv, DTYPES[-1], causal=causal, lens=lens, page=page, seed=Hq + Lq, kernels=names,
+             v_view_of_k=Dv < D)
+    assert _ran(names, kernel) and not _ran(names, WS if kernel == SYNC else SYNC), sorted(names)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("pair", _WS_PAIRS, ids=lambda p: f"{p[0]}x{p[1]}")
+@pytest.mark.parametrize("page", [0, 64], ids=["contiguous", "paged64"])
+def test_every_head_dim_pair_and_dtype(pair, dtype, page):
+    D, Dv = pair
+    names = []
+    run_case(2, 2, 64, 2, 384, D, Dv, dtype, causal=True, lens=[384, 129], page=page, seed=D, kernels=names)
+    assert _ran(names, WS), sorted(names)
+
+
+@pytest.mark.parametrize("page", [16, 32, 128, 256])
+def test_page_sizes(page):
+    D, Dv = _pair(576, 512)
+    names = []
+    run_case(4, 1, 128, 1, 1024, D, Dv, DTYPES[-1], lens=[1024, 333, 0, 1], page=page, seed=page,
+             v_view_of_k=True, kernels=names)
+    assert _ran(names, WS), sorted(names)
+
+
+@pytest.mark.parametrize("splits", [1, 2, 3, 5, 8, 64])
+def test_forced_split_counts(splits):
+    """Every count gives the same result (splits past the key tiles are capped; empty ones weigh 0)."""
+    D, Dv = _pair(*(_WS_PAIRS[0]))
+    names = []
+    run_case(3, 4, 32, 2, 1000, D, Dv, DTYPES[-1], causal=True, lens=[1000, 3, 0], splits=splits, seed=splits,
+             kernels=names)
+    assert _ran(names, WS), sorted(names)
+
+
+def test_long_cache_auto_splits_and_odd_lengths():
+    D, Dv = _pair(576, 512)
+    run_case(2, 1, 64, 1, 19968, D, Dv, DTYPES[-1], lens=[19968, 12345], page=64, v_view_of_k=True, seed=3)
+
+
+@pytest.mark.parametrize("scale", [-0.05, 0.3])
+def test_scale(scale):
+    D, Dv = _pair(*(_WS_PAIRS[0]))
+    run_case(2, 1, 64, 1, 300, D, Dv, DTYPES[-1], lens=[300, 170], scale=scale, seed=9)
+
+
+def test_compile_fullgraph_and_cuda_graph_replay():
+    D, Dv = _pair(576, 512)
+    g = torch.Generator().manual_seed(21)
+    B, S, page, H = 3, 1024, 64, 128
+    q = torch.randn(B, 1, H, D, generator=g).to(torch.bfloat16)
+    k = torch.randn(B, S, 1, D, generator=g).to(torch.bfloat16)
+    pk, _, table = paged(g, k, k, page)
+    qc, pkc, tc = q.cuda(), pk.cuda(), table.cuda()
+    pvc = pkc[..., :Dv]
+    lens = torch.tensor([1024, 300, 1], dtype=torch.int32, device="cuda")
+
+    def step(qq, ll):
+        return ffpa_attn.decode(qq, pkc, pvc, cache_seqlens=ll, block_table=tc, return_lse=True)
+
+    eager = step(qc, lens)
+    compiled = torch.compile(step, fullgraph=True)(qc, lens)
+    torch.testing.assert_close(compiled[0], eager[0], atol=0, rtol=0)
+    torch.testing.assert_close(compiled[1], eager[1], atol=0, rtol=0)
+
+    static_q, static_lens = qc.clone(), lens.clone()
+    step(static_q, static_lens)  # warm-up outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out_g, lse_g = step(static_q, static_lens)
+    new_q = torch.randn(B, 1, H, D, generator=g).to(torch.bfloat16)
+    new_lens = torch.tensor([5, 1024, 640], dtype=torch.int32)
+    static_q.copy_(new_q.cuda())
+    static_lens.copy_(new_lens.cuda())
+    graph.replay()
+    torch.cuda.synchronize()
+    want, want_lse = reference(new_q.double(), k.double(), k[..., :Dv].double(), new_lens, False)
+    torch.testing.assert_close(out_g.cpu().double(), want, **TOL[torch.bfloat16])
+    torch.testing.assert_close(lse_g.cpu().double(), want_lse, **LSE_TOL)
