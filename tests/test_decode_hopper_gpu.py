@@ -15,7 +15,7 @@ from _decode_case import LSE_TOL, TOL, run_case
 from _decode_ref import paged, reference
 
 _INFO = ffpa_attn.build_info() if ffpa_attn.extension_available() else {}
-_WS_PAIRS = sorted({(e["head_dim"], e["head_dim_v"]) for e in _INFO.get("registry", [])
+_WS_PAIRS = sorted({(int(e["E"]), int(e["Ev"])) for e in _INFO.get("registry", [])
                     if e["family"] == "decode" and e.get("arch") == "90a"})
 HOPPER = bool(torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0) and _WS_PAIRS)
 DTYPES = [d for d in (torch.float16, torch.bfloat16) if str(d).split(".")[-1] in (_INFO.get("dtypes") or [])]
