@@ -135,8 +135,12 @@ inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_p
 
 // Decode on Hopper at FFPA head dims: the wgmma + TMA kernel (kernels/decode_sm90_ws.cuh, 64-row
 // tiles) takes calls whose packed rows per KV head (group x Lq) reach this; fewer rows run the
-// mma.sync kernel's 16-row tiles, which waste no MMA rows on padding.
-constexpr int kDecodeWgmmaMinRows = 64;
+// mma.sync kernel's 16-row tiles, which waste no MMA rows on padding. Same-run A/B on an H200 (bf16,
+// x copy ceiling, contiguous / paged 64 / varlen): 32 rows favour wgmma (MLA B=32 S=8192 32/1:
+// 0.49 / 0.47 / 0.41 against 0.41 / 0.40 / 0.32; D=512 64/8 Lq=4: 0.97 / 0.97 / 0.85 against 0.94 /
+// 0.85 / 0.72), 16 rows and fewer mma.sync (MLA 16/1: 0.73 against 0.51; D=1024 32/8 Lq=2: 1.05
+// against 0.94; D=512 64/8 Lq=1: 1.03 against 0.99).
+constexpr int kDecodeWgmmaMinRows = 32;
 
 }  // namespace ffpa::launch
 
