@@ -26,3 +26,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     --layouts ${LAYOUTS:-contiguous paged64 varlen} --no-hf --no-latency --out-dir "$OUT" --gen-bench > "$OUT/bench.log" 2>&1
   echo "bench rc $?"; cat "$OUT/decode.md" 2>/dev/null | head -40 || tail -30 "$OUT/bench.log"
 fi
+if [ "${PREFILL_BENCH:-0}" = 1 ]; then  # the prefill kernel on the same pipeline: no regression
+  timeout 200 python3 bench/bench.py --shapes 1x32x8192 --D ${PREFILL_DIMS:-512 1024} --dtype bf16 --kernels ffpa_l1 sdpa_efficient \
+    --iters 30 --json "$OUT/prefill.json" > "$OUT/prefill.log" 2>&1
+  echo "prefill bench rc $?"; grep -v "^\s*$" "$OUT/prefill.log" | tail -12
+fi
