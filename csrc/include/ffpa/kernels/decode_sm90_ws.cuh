@@ -15,9 +15,9 @@
 //
 // Keys: tiles of 128 from the sequence's start; a split takes a run of them, cut at the sequence's
 // length (cache_seqlens) and, with causal, at its last row's limit (bottom-right: position i sees
-// keys < seqlen - Lq + i + 1). A page table is read by the producer (once per tile for pages of 64+
-// keys): one TMA box per page a tile or V stage covers (pages of 16..256 keys, powers of two), the
-// box rows min(page, 128) for K and min(page, 32) for V. Keys past the length are real memory of the cache (not TMA's zero fill):
+// keys < seqlen - Lq + i + 1). A page table is read by the producer: one TMA box per page a tile
+// or V stage covers (pages of 16..256 keys, powers of two), the box rows min(page, 128) for K and
+// min(page, 32) for V. Keys past the length are real memory of the cache (not TMA's zero fill):
 // their scores are masked to -inf, and the V rows of the last stage are zeroed in shared memory
 // before P V reads them (unwritten cache memory may hold NaN, and 0 * NaN is NaN).
 //
@@ -133,28 +133,8 @@ struct DecodeWsProblem {
     return __ldg(p.block_table + w.batch * p.block_table_stride + (min(key, w.seqlen - 1) >> p.page_shift));
   }
 
-  // Pages of 64 keys or more: the pages of a tile's two 64-key halves, looked up once per tile (its
-  // K slices and, a tile later, its V stages reuse them). Smaller pages: looked up per box.
-  struct TileSrc {
-    int page[2];
-  };
-  static __device__ __forceinline__ TileSrc tile_src(const DecodeParams& p, const Item& w, int j) {
-    TileSrc t{};
-    if (p.block_table != nullptr && p.page_size >= 64) {
-      t.page[0] = page_of(p, w, j * kBlockN);
-      t.page[1] = p.page_size >= kBlockN ? t.page[0] : page_of(p, w, j * kBlockN + 64);
-    }
-    return t;
-  }
-
-  // The page of key `key` of tile j (kept or looked up).
-  static __device__ __forceinline__ int page(const DecodeParams& p, const Item& w, const TileSrc& t, int j, int key) {
-    if (p.page_size < 64) return page_of(p, w, key);
-    return key - j * kBlockN < 64 ? t.page[0] : t.page[1];  // a select: no local-memory array
-  }
-
   static __device__ __forceinline__ void load_qk(const DecodeParams& p, const DecodeTmaMaps& maps, const Item& w,
-                                                 const TileSrc& t, uint32_t stage, uint32_t bar, int d, int j) {
+                                                 uint32_t stage, uint32_t bar, int d, int j) {
     ptx::tma_load_5d(stage, &maps.q, bar, 64 * d, w.g0, w.i0, w.head_kv, w.batch);
     const uint32_t k = stage + QSlice::kBytes;
     if (p.block_table == nullptr) {
@@ -164,12 +144,12 @@ struct DecodeWsProblem {
     const int box = min(p.page_size, kBlockN);
     for (int r = 0; r < kBlockN; r += box) {
       const int key = j * kBlockN + r;
-      ptx::tma_load_4d(k + r * 128, &maps.k, bar, 64 * d, key & (p.page_size - 1), w.head_kv, page(p, w, t, j, key));
+      ptx::tma_load_4d(k + r * 128, &maps.k, bar, 64 * d, key & (p.page_size - 1), w.head_kv, page_of(p, w, key));
     }
   }
 
   static __device__ __forceinline__ void load_v(const DecodeParams& p, const DecodeTmaMaps& maps, const Item& w,
-                                                const TileSrc& t, uint32_t stage, uint32_t bar, int j, int v) {
+                                                uint32_t stage, uint32_t bar, int j, int v) {
     const int key0 = j * kBlockN + v * kVKeys, col = w.group * Traits::kGroupCols;
     if (p.block_table == nullptr) {
 #pragma unroll
@@ -179,10 +159,10 @@ struct DecodeWsProblem {
     }
     const int box = min(p.page_size, kVKeys);
     for (int r = 0; r < kVKeys; r += box) {
-      const int pg = page(p, w, t, j, key0 + r), row = (key0 + r) & (p.page_size - 1);
+      const int page = page_of(p, w, key0 + r), row = (key0 + r) & (p.page_size - 1);
 #pragma unroll
       for (int c = 0; c < kVChunks; ++c)
-        ptx::tma_load_4d(stage + VStage::chunk(c) + r * 128, &maps.v, bar, col + 64 * c, row, w.head_kv, pg);
+        ptx::tma_load_4d(stage + VStage::chunk(c) + r * 128, &maps.v, bar, col + 64 * c, row, w.head_kv, page);
     }
   }
 

@@ -105,17 +105,14 @@ struct FfpaPrefill {
     ptx::tma_prefetch_map(&maps.v);
   }
 
-  struct TileSrc {};  // a tile's place is its coordinates
-  static __device__ __forceinline__ TileSrc tile_src(const FwdParams&, const Item&, int) { return {}; }
-
   static __device__ __forceinline__ void load_qk(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
-                                                 const TileSrc&, uint32_t stage, uint32_t bar, int d, int j) {
+                                                 uint32_t stage, uint32_t bar, int d, int j) {
     ptx::tma_load_4d(stage, &maps.q, bar, 64 * d, w.m0, w.head, w.batch);
     ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, 64 * d, j * kBlockN, w.head_kv, w.batch);
   }
 
   static __device__ __forceinline__ void load_v(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
-                                                const TileSrc&, uint32_t stage, uint32_t bar, int j, int v) {
+                                                uint32_t stage, uint32_t bar, int j, int v) {
 #pragma unroll
     for (int c = 0; c < kVChunks; ++c)
       ptx::tma_load_4d(stage + VStage::chunk(c), &maps.v, bar, w.group * Traits::kGroupCols + 64 * c,

@@ -41,9 +41,8 @@
 //   Item item(p, block)               what block `block` computes: has m0 (its first row, the base
 //                                     of the rows the hooks below get) and n_end (its tiles end)
 //   first_tile(p, w), next_tile(p, w, j)   the key tiles it walks, in order (below n_end)
-//   TileSrc tile_src(p, w, j)              producer: what it looks up once per key tile (decode: pages)
-//   load_qk(p, maps, w, src, stage, bar, d, j)  producer: Q and K slice d of tile j, kQKStageBytes in all
-//   load_v(p, maps, w, src, stage, bar, j, v)   producer: V stage v of tile j, kVStageBytes in all
+//   load_qk(p, maps, w, stage, bar, d, j)  producer: Q and K slice d of tile j, kQKStageBytes in all
+//   load_v(p, maps, w, stage, bar, j, v)   producer: V stage v of tile j, kVStageBytes in all
 //   mask(s, p, w, j, c, row0, g, t4)       consumer c's scores of tile j: masks and scales them (base
 //                                     2) where the tile needs it and says whether it did
 //   prepare_v(p, w, j, v, stage, col)      before P V reads a V stage (consumer's columns from col)
@@ -139,28 +138,24 @@ struct FfpaWsPipeline {
     typename RingV::State sv;
     // The consumers' order: S_j's slices before P V_{j-1}'s stages (V one tile behind).
     int prev = -1;
-    typename Problem::TileSrc prev_src{};
     for (int j = Problem::first_tile(p, w); j < w.n_end; j = Problem::next_tile(p, w, j)) {
-      const typename Problem::TileSrc src = Problem::tile_src(p, w, j);
       for (int d = 0; d < kSlicesQK; ++d, sq.advance()) {
         s.ring_qk.producer_acquire(sq);
         s.ring_qk.producer_expect(sq, Traits::kQKStageBytes);
-        Problem::load_qk(p, maps, w, src, s.qk + sq.stage * Traits::kQKStageBytes, s.ring_qk.full(sq.stage), d, j);
+        Problem::load_qk(p, maps, w, s.qk + sq.stage * Traits::kQKStageBytes, s.ring_qk.full(sq.stage), d, j);
       }
-      if (prev >= 0) load_v(p, maps, s, sv, w, prev_src, prev);
+      if (prev >= 0) load_v(p, maps, s, sv, w, prev);
       prev = j;
-      prev_src = src;
     }
-    if (prev >= 0) load_v(p, maps, s, sv, w, prev_src, prev);
+    if (prev >= 0) load_v(p, maps, s, sv, w, prev);
   }
 
   static __device__ __forceinline__ void load_v(const Params& p, const Maps& maps, const Smem& s,
-                                                typename RingV::State& sv, const Item& w,
-                                                const typename Problem::TileSrc& src, int j) {
+                                                typename RingV::State& sv, const Item& w, int j) {
     for (int v = 0; v < kStagesV; ++v, sv.advance()) {
       s.ring_v.producer_acquire(sv);
       s.ring_v.producer_expect(sv, Traits::kVStageBytes);
-      Problem::load_v(p, maps, w, src, s.v + sv.stage * Traits::kVStageBytes, s.ring_v.full(sv.stage), j, v);
+      Problem::load_v(p, maps, w, s.v + sv.stage * Traits::kVStageBytes, s.ring_v.full(sv.stage), j, v);
     }
   }
 
