@@ -53,8 +53,8 @@ fi
 
 if [[ " $STEPS " == *" sanitizer "* ]]; then
   : > "$OUT/sanitizer.log"
-  # synccheck (barrier misuse: the warp-specialised kernels' named barriers) on the FA-2 and FFPA parts.
-  for run in "memcheck" "racecheck" "synccheck fa2,ffpa"; do
+  # synccheck (barrier misuse: the warp-specialised kernels' named barriers) on the FA-2, FFPA and decode parts.
+  for run in "memcheck" "racecheck" "synccheck fa2,ffpa,decode"; do
     read -r tool parts <<< "$run"
     if compute-sanitizer --tool $tool --error-exitcode 9 $PY ../scripts/sanitize_one.py $parts >> "$OUT/sanitizer.log" 2>&1; then
       say "sanitizer $run: clean at $(elapsed) s ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") zero-error summaries so far)"

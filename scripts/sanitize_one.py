@@ -4,8 +4,8 @@ masked row and a broadcast padding mask), every pipeline depth that fits the dev
 level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take further items
 from the work counter; on Hopper L1's warp-specialised TMA kernel at the auto depth), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
 mma.sync; on Hopper the warp-specialised TMA kernel and its cp.async fallback) where the GPU
-runs both, and the split-KV decode family (contiguous and paged, lengths 0 and odd, causal, one
-split and several). `python3 sanitize_one.py fa2,decode` runs only those families' part (of ffpa,
+runs both, and the split-KV decode family (on Hopper both its kernels; contiguous and paged, lengths
+0 and odd, causal, one split and several). `python3 sanitize_one.py fa2,decode` runs only those families' part (of ffpa,
 fa2, decode)."""
 import sys
 
@@ -97,11 +97,13 @@ for mode in ("auto", "sync") if "fa2" in PARTS else ():
 ffpa_attn.set_fa2_mma("auto")
 
 # Split-KV decode: the smallest and largest compiled pairs and MLA; contiguous and paged (page 16)
-# caches, lengths 0 / 1 / odd / full, GQA 4, Lq 3 causal and not, one split and three (the merge).
+# caches, lengths 0 / 1 / odd / full, GQA 4 (the mma.sync kernel) and 32 (96 rows per KV head: the
+# wgmma kernel on Hopper at FFPA head dims), Lq 3 causal and not, one split and three (the merge).
 dec = sorted(tuple(p) for p in info["head_dim_pairs"].get("decode", []))
-for d, dv in sorted({dec[0], dec[-1]} | ({(576, 512)} & set(dec))) if dec and "decode" in PARTS else ():
+cases = [(d, dv, hq) for d, dv in sorted({dec[0], dec[-1]} | ({(576, 512)} & set(dec))) for hq in (8, 64)] if dec else []
+for d, dv, hq in cases if "decode" in PARTS else ():
     g = torch.Generator(device="cuda").manual_seed(d)
-    q = torch.randn(4, 3, 8, d, device="cuda", dtype=dt, generator=g)
+    q = torch.randn(4, 3, hq, d, device="cuda", dtype=dt, generator=g)
     kc = torch.randn(4, 160, 2, d, device="cuda", dtype=dt, generator=g)
     vc = torch.randn(4, 160, 2, dv, device="cuda", dtype=dt, generator=g)
     lens = torch.tensor([160, 0, 1, 77], dtype=torch.int32, device="cuda")
