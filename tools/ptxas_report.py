@@ -5,7 +5,8 @@ each kernel (tile, threads, shared memory) is in resources.md (tools/resource_ta
 
 Kernel names are read from the mangled entry names: FFPA (FfpaTraits<elem, D, Dv, Level, tile,
 AccMode>, ring depth), FA-2 (Fa2Traits<elem, D, Dv, tile<D, wgmma>>, ring depth) and the decode
-family (decode_split_kernel<elem, D, Dv, shared K/V>, decode_merge_kernel<elem>). A kernel the patterns do not
+family (decode_split_kernel<elem, D, Dv, shared K/V>, decode_split_ws_kernel<FfpaWsTraits<elem, D, Dv>>,
+decode_merge_kernel<elem>). A kernel the patterns do not
 know is listed under its mangled name rather than dropped."""
 import importlib.util
 import re
@@ -32,6 +33,7 @@ FFPA = re.compile(r"FfpaTraitsI(\w+?)Li(\d+)ELi(\d+)ELNS_5LevelE(\d)E.*?AccModeE
 FA2 = re.compile(r"(fa2_fwd(?:_wgmma)?)_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)E.*?ELi(\d+)EEEvNS_9FwdParamsE$")
 FA2_WS = re.compile(r"fa2_fwd_ws_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_(\d+)(\w+?)I.*?EvNS_9FwdParamsENS0_10Fa2TmaMapsE$")
 FFPA_WS = re.compile(r"ffpa_fwd_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_9FwdParamsENS0_11FfpaTmaMapsE$")
+DECODE_WS = re.compile(r"decode_split_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_12DecodeParamsENS0_13DecodeTmaMapsE$")
 DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)ELb([01])EEEvNS_12DecodeParamsE$")
 MERGE = re.compile(r"decode_merge_kernelI(\w+?)EEvNS_12DecodeParamsE$")
 
@@ -54,6 +56,9 @@ def describe(name):
     if m := FFPA_WS.search(name):
         dt, d, dv = m.groups()
         return "L1 TMA", DT.get(dt, dt), dims(d, dv), "fixed"
+    if m := DECODE_WS.search(name):  # Hopper's decode kernel: FFPA L1's pipeline, its rings fixed
+        dt, d, dv = m.groups()
+        return "decode TMA", DT.get(dt, dt), dims(d, dv), "fixed"
     if m := DECODE.search(name):
         dt, d, dv, shared = m.groups()
         return ("decode shared-kv" if shared == "1" else "decode"), DT.get(dt, dt), dims(d, dv), "-"
