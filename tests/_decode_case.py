@@ -40,9 +40,9 @@ def run_case(B, Lq, Hq, Hkv, S, D, Dv, dtype, *, causal=False, lens=None, page=0
     v = k[..., :Dv] if v_view_of_k else torch.randn(B, S, Hkv, Dv, generator=g).to(dtype)
     lens = torch.full((B,), S, dtype=torch.int32) if lens is None else torch.tensor(lens, dtype=torch.int32)
     want, want_lse = reference(q.double(), k.double(), v.double(), lens, causal, scale=scale)
-    if not v_view_of_k:  # nothing past a length may reach the output
-        for b in range(B):
-            k[b, int(lens[b]):] = math.nan
+    for b in range(B):  # nothing past a length may reach the output (with V a view of K, NaN there too)
+        k[b, int(lens[b]):] = math.nan
+        if not v_view_of_k:
             v[b, int(lens[b]):] = math.nan
     table = None
     if page:

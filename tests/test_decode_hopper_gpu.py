@@ -19,7 +19,7 @@ _WS_PAIRS = sorted({(int(e["E"]), int(e["Ev"])) for e in _INFO.get("registry", [
                     if e["family"] == "decode" and e.get("arch") == "90a"})
 HOPPER = bool(torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0) and _WS_PAIRS)
 DTYPES = [d for d in (torch.float16, torch.bfloat16) if str(d).split(".")[-1] in (_INFO.get("dtypes") or [])]
-WS, SYNC = "decode_split_ws_kernel", "decode_split_kernel"
+WS, NARROW, SYNC = "decode_split_ws_kernel", "decode_split_narrow_kernel", "decode_split_kernel"
 
 pytestmark = [pytest.mark.requires_cuda,
               pytest.mark.skipif(not HOPPER, reason="the wgmma decode kernel runs on compute capability 9.0 (sm_90a)")]
@@ -33,7 +33,7 @@ def _pair(d, dv=None):
 
 
 def _ran(kernels, name):
-    """Whether the split kernel `name` (WS or SYNC: neither name holds the other) ran."""
+    """Whether the split kernel `name` (WS, NARROW or SYNC: no name holds another) ran."""
     return any(name in k for k in kernels)
 
 
@@ -45,14 +45,15 @@ ROUTES = [
     (3, 7, 32, 2, 288, (320, 320), 16, WS),     # 16 heads x 4 positions a block, Lq 7: the last half padding
     (2, 32, 4, 2, 192, (1024, 1024), 32, WS),   # 2 heads x 32 positions; Dv in two column groups
     (2, 1, 32, 1, 300, (576, 512), 0, WS),      # 32 rows (kDecodeWgmmaMinRows): half a block is padding
-    (2, 1, 16, 1, 700, (576, 512), 0, SYNC),    # 16 rows: the mma.sync kernel
+    (2, 1, 16, 1, 700, (576, 512), 0, NARROW),  # 16 rows of MLA's single cache: the transposed kernel
+    (2, 1, 16, 2, 700, (512, 512), 0, SYNC),    # 8 rows, separate K and V: the mma.sync kernel
     (2, 1, 96, 1, 300, (576, 512), 0, SYNC),    # a group of 96 (not a power of two)
     (2, 1, 128, 1, 288, (576, 512), 48, SYNC),  # pages of 48 keys (not a power of two)
 ]
 
 
 @pytest.mark.parametrize("B,Lq,Hq,Hkv,S,pair,page,kernel", ROUTES,
-                         ids=[f"{r[2]}of{r[3]}-lq{r[1]}-{r[5][0]}-p{r[6]}-{'ws' if r[7] == WS else 'sync'}" for r in ROUTES])
+                         ids=[f"{r[2]}of{r[3]}-lq{r[1]}-{r[5][0]}-p{r[6]}-{r[7].split('_')[2]}" for r in ROUTES])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_which_calls_take_the_wgmma_kernel(B, Lq, Hq, Hkv, S, pair, page, kernel, causal):
     D, Dv = _pair(*pair)
@@ -60,7 +61,7 @@ def test_which_calls_take_the_wgmma_kernel(B, Lq, Hq, Hkv, S, pair, page, kernel
     names = []
     run_case(B, Lq, Hq, Hkv, S, D, Dv, DTYPES[-1], causal=causal, lens=lens, page=page, seed=Hq + Lq, kernels=names,
              v_view_of_k=Dv < D)
-    assert _ran(names, kernel) and not _ran(names, WS if kernel == SYNC else SYNC), sorted(names)
+    assert _ran(names, kernel) and sum(_ran(names, k) for k in (WS, NARROW, SYNC)) == 1, sorted(names)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -137,3 +138,27 @@ def test_compile_fullgraph_and_cuda_graph_replay():
     want, want_lse = reference(new_q.double(), k.double(), k[..., :Dv].double(), new_lens, False)
     torch.testing.assert_close(out_g.cpu().double(), want, **TOL[torch.bfloat16])
     torch.testing.assert_close(lse_g.cpu().double(), want_lse, **LSE_TOL)
+
+
+# MLA's single cache with fewer than 32 rows per KV head: (B, Lq, Hq, S, page, causal, lens, splits).
+NARROW_CASES = [
+    (3, 1, 16, 1024, 0, False, [1024, 333, 0], None),
+    (3, 1, 16, 1024, 16, False, [1024, 1, 700], None),
+    (2, 1, 16, 1024, 256, False, [1000, 64], None),
+    (2, 2, 8, 640, 64, True, [640, 100], None),     # 8 heads x 2 positions, causal
+    (2, 3, 4, 640, 0, True, [640, 2], None),        # 4 heads x 3 positions (a fourth of the rows padding)
+    (2, 7, 2, 512, 32, True, [500, 9], 3),          # 2 heads x 7 positions, forced splits
+    (1, 1, 1, 4096, 0, False, [4000], 7),           # one row
+    (2, 1, 16, 2048, 64, False, [2048, 1500], 1),
+]
+
+
+@pytest.mark.parametrize("B,Lq,Hq,S,page,causal,lens,splits", NARROW_CASES,
+                         ids=[f"h{c[2]}-lq{c[1]}-p{c[4]}{'-causal' if c[5] else ''}-s{c[7]}" for c in NARROW_CASES])
+def test_narrow_kernel_for_mla_with_few_rows(B, Lq, Hq, S, page, causal, lens, splits):
+    D, Dv = _pair(576, 512)
+    for dtype in DTYPES:
+        names = []
+        run_case(B, Lq, Hq, 1, S, D, Dv, dtype, causal=causal, lens=lens, page=page, splits=splits, v_view_of_k=True,
+                 seed=Hq * 10 + Lq, kernels=names)
+        assert _ran(names, NARROW), sorted(names)

@@ -25,23 +25,26 @@ def acc_operands(n: int) -> tuple[str, str]:
     return regs, cons
 
 
-# The two shared-memory-operand forms: B K-major (Q K^T) and B MN-major, read transposed (P V in FFPA).
+# The shared-memory-operand forms (transpose flags of A and B): both K-major (Q K^T), B MN-major read
+# transposed (P V in FFPA), A MN-major read transposed (V^T P^T in the narrow decode kernel).
 SS_FORMS = {
-    "ss": ("0", "  // D[64 x {n}] (+)= A[64 x 16] B[16 x {n}]; A and B K-major in shared memory (descriptors).\n"),
-    "ss_tb": ("1", "  // D[64 x {n}] (+)= A[64 x 16] B[16 x {n}]; A K-major, B MN-major (transposed read), both in shared\n"
-                   "  // memory (descriptors): P from shared memory times V, as FFPA on Hopper runs P V.\n"),
+    "ss": ("0", "0", "  // D[64 x {n}] (+)= A[64 x 16] B[16 x {n}]; A and B K-major in shared memory (descriptors).\n"),
+    "ss_tb": ("0", "1", "  // D[64 x {n}] (+)= A[64 x 16] B[16 x {n}]; A K-major, B MN-major (transposed read), both in shared\n"
+                        "  // memory (descriptors): P from shared memory times V, as FFPA on Hopper runs P V.\n"),
+    "ss_ta": ("1", "0", "  // D[64 x {n}] (+)= A[64 x 16] B[16 x {n}]; A MN-major (transposed read), B K-major, both in shared\n"
+                        "  // memory (descriptors): V^T P^T, as the narrow decode kernel runs its output transposed.\n"),
 }
 
 
 def ss(n: int, elem: str, t: str, name: str = "ss") -> str:
     regs, cons = acc_operands(n)
     a, b, s = n // 2, n // 2 + 1, n // 2 + 2
-    tnsp_b, doc = SS_FORMS[name]
+    tnsp_a, tnsp_b, doc = SS_FORMS[name]
     return doc.format(n=n) + f"""  static __device__ __forceinline__ void {name}(float (&d)[{n // 8}][4], uint64_t desc_a, uint64_t desc_b, int accumulate) {{
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile(
         "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs}}}, %{a}, %{b}, p, 1, 1, 0, {tnsp_b};\\n}}\\n"
+        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs}}}, %{a}, %{b}, p, 1, 1, {tnsp_a}, {tnsp_b};\\n}}\\n"
         : {cons}
         : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 #endif
@@ -84,7 +87,7 @@ struct WgmmaM64;
 """]
     for elem, t in TYPES.items():
         for n in NS:
-            parts.append(f"\ntemplate <>\nstruct WgmmaM64<{n}, {elem}> {{\n" + ss(n, elem, t) + ss(n, elem, t, "ss_tb") + rs(n, elem, t) + "};\n")
+            parts.append(f"\ntemplate <>\nstruct WgmmaM64<{n}, {elem}> {{\n" + ss(n, elem, t) + ss(n, elem, t, "ss_tb") + ss(n, elem, t, "ss_ta") + rs(n, elem, t) + "};\n")
     parts.append("\n}  // namespace ffpa::ptx\n")
     return "".join(parts)
 

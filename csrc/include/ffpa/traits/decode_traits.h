@@ -115,3 +115,34 @@ struct DecodeTraits {
 };
 
 }  // namespace ffpa
+
+namespace ffpa {
+
+// The narrow decode kernel on Hopper (kernels/decode_sm90_narrow.cuh): MLA's single cache (V = the
+// first Dv columns of K) with few query rows per KV head, computed transposed so the 16 packed rows
+// are the wgmma's N: S^T = K Q^T (M = 64 keys) and O^T += V^T P^T (M = 64 output columns at a time).
+// A stage is one 64-key tile of K, all D columns (V is read from it): two stages beside Q fill the
+// shared memory (a third would not fit beside Q at D = 576).
+template <typename Element_, int kHeadDim_, int kHeadDimV_>
+struct DecodeNarrowTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kHeadDimV = kHeadDimV_;
+  static constexpr int kRows = 16;    // packed query rows per block: the N of every wgmma
+  static constexpr int kBlockN = 64;  // keys per stage: the M of S^T
+  static constexpr int kStages = 2;
+  static constexpr int kConsumerWarps = 4;            // one warpgroup
+  static constexpr int kThreads = 32 * (kConsumerWarps + 1);  // + one producer warp
+  using KTile = GmmaSw128Tile<kBlockN, kHeadDim>;     // one stage
+  using QTile = GmmaSw128Tile<kRows, kHeadDim>;
+  using PTile = GmmaSw128Tile<kRows, kBlockN>;        // P^T as the B operand: rows x keys, K-major
+  static constexpr int kStageBytes = KTile::kBytes;
+  static constexpr int kRedBytes = 2 * kConsumerWarps * kRows * 4;  // per-warp row max and row sum
+  static constexpr int kBarrierBytes = 8 * (2 * kStages + 1);       // full, empty, Q
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + QTile::kBytes + PTile::kBytes + kRedBytes + kBarrierBytes;
+
+  static_assert(kHeadDim % 64 == 0 && kHeadDimV % 64 == 0 && kHeadDimV <= kHeadDim, "V is a 64-aligned prefix of K");
+  static_assert(kSmemBytes <= 227 * 1024, "two stages and Q fit shared memory");
+};
+
+}  // namespace ffpa
