@@ -117,4 +117,20 @@ for d, dv, hq in cases if "decode" in PARTS else ():
                                        num_splits=splits, strict=True)
                 torch.cuda.synchronize()
                 assert torch.isfinite(out).all()
+# MLA's single cache (V a view of K) with 16 and 64 rows per KV head: on Hopper the narrow
+# (transposed) kernel and the 64-row kernel.
+if (576, 512) in set(dec) and "decode" in PARTS:
+    g = torch.Generator(device="cuda").manual_seed(576)
+    kc = torch.randn(4, 160, 1, 576, device="cuda", dtype=dt, generator=g)
+    pk = kc.reshape(40, 16, 1, 576)
+    table = torch.randperm(40, device="cuda", generator=g).view(4, 10).to(torch.int32)
+    lens = torch.tensor([160, 0, 1, 77], dtype=torch.int32, device="cuda")
+    for hq in (16, 64):
+        q = torch.randn(4, 1, hq, 576, device="cuda", dtype=dt, generator=g)
+        for splits in (1, 3):
+            for cache, tab in ((kc, None), (pk, table)):
+                out = ffpa_attn.decode(q, cache, cache[..., :512], block_table=tab, cache_seqlens=lens, num_splits=splits,
+                                       strict=True)
+                torch.cuda.synchronize()
+                assert torch.isfinite(out).all()
 print("sanitize_one: done")

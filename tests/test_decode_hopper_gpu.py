@@ -44,7 +44,9 @@ ROUTES = [
     (2, 8, 64, 8, 513, (512, 512), 0, WS),      # 8 heads x 8 positions in one block
     (3, 7, 32, 2, 288, (320, 320), 16, WS),     # 16 heads x 4 positions a block, Lq 7: the last half padding
     (2, 32, 4, 2, 192, (1024, 1024), 32, WS),   # 2 heads x 32 positions; Dv in two column groups
-    (2, 1, 32, 1, 300, (576, 512), 0, WS),      # 32 rows (kDecodeWgmmaMinRows): half a block is padding
+    (2, 1, 32, 1, 300, (576, 512), 0, NARROW),  # 32 rows of MLA's single cache: two narrow row blocks
+    (2, 1, 32, 1, 300, (512, 512), 0, WS),      # 32 rows (kDecodeWgmmaMinRows), separate V: half a block is padding
+    (2, 4, 16, 1, 256, (576, 512), 0, WS),      # MLA at 64 rows: the 64-row kernel
     (2, 1, 16, 1, 700, (576, 512), 0, NARROW),  # 16 rows of MLA's single cache: the transposed kernel
     (2, 1, 16, 2, 700, (512, 512), 0, SYNC),    # 8 rows, separate K and V: the mma.sync kernel
     (2, 1, 96, 1, 300, (576, 512), 0, SYNC),    # a group of 96 (not a power of two)

@@ -6,7 +6,7 @@ each kernel (tile, threads, shared memory) is in resources.md (tools/resource_ta
 Kernel names are read from the mangled entry names: FFPA (FfpaTraits<elem, D, Dv, Level, tile,
 AccMode>, ring depth), FA-2 (Fa2Traits<elem, D, Dv, tile<D, wgmma>>, ring depth) and the decode
 family (decode_split_kernel<elem, D, Dv, shared K/V>, decode_split_ws_kernel<FfpaWsTraits<elem, D, Dv>>,
-decode_merge_kernel<elem>). A kernel the patterns do not
+decode_split_narrow_kernel<DecodeNarrowTraits<elem, D, Dv>>, decode_merge_kernel<elem>). A kernel the patterns do not
 know is listed under its mangled name rather than dropped."""
 import importlib.util
 import re
@@ -34,6 +34,7 @@ FA2 = re.compile(r"(fa2_fwd(?:_wgmma)?)_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d
 FA2_WS = re.compile(r"fa2_fwd_ws_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_(\d+)(\w+?)I.*?EvNS_9FwdParamsENS0_10Fa2TmaMapsE$")
 FFPA_WS = re.compile(r"ffpa_fwd_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_9FwdParamsENS0_11FfpaTmaMapsE$")
 DECODE_WS = re.compile(r"decode_split_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_12DecodeParamsENS0_13DecodeTmaMapsE$")
+DECODE_NARROW = re.compile(r"decode_split_narrow_kernelINS_18DecodeNarrowTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_12DecodeParamsENS0_13DecodeTmaMapsE$")
 DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)ELb([01])EEEvNS_12DecodeParamsE$")
 MERGE = re.compile(r"decode_merge_kernelI(\w+?)EEvNS_12DecodeParamsE$")
 
@@ -59,6 +60,9 @@ def describe(name):
     if m := DECODE_WS.search(name):  # Hopper's decode kernel: FFPA L1's pipeline, its rings fixed
         dt, d, dv = m.groups()
         return "decode TMA", DT.get(dt, dt), dims(d, dv), "fixed"
+    if m := DECODE_NARROW.search(name):  # Hopper's transposed decode kernel (MLA's single cache, few rows)
+        dt, d, dv = m.groups()
+        return "decode narrow", DT.get(dt, dt), dims(d, dv), "fixed"
     if m := DECODE.search(name):
         dt, d, dv, shared = m.groups()
         return ("decode shared-kv" if shared == "1" else "decode"), DT.get(dt, dt), dims(d, dv), "-"

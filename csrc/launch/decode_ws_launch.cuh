@@ -1,16 +1,17 @@
-// Definition of the decode launcher on Hopper (kernels/decode_sm90_ws.cuh; sm_90a builds, compute
-// capability 9.0 only, which the registry's arch says): per call, the wgmma + TMA kernel where the
-// packed rows of a KV head (group x Lq) reach kDecodeWgmmaMinRows (launch/heuristics.h), the group
-// is a power of two, there is no attn_mask, pages are powers of two and TMA can describe q and the
-// caches; else the mma.sync decode kernel (DecodeLauncher, whose instantiation is the "any" line of
-// the same family, which every build that has this one compiles). Included only by the generated
+// Definition of the decode launcher on Hopper (sm_90a builds, compute capability 9.0 only, which the
+// registry's arch says). Per call, where the group is a power of two, there is no attn_mask, pages
+// are powers of two and TMA can describe q and the caches (launch/heuristics.h has the row limits):
+//   - MLA's single cache (V = K[..., :Dv]) with at most kDecodeNarrowMaxRows packed rows per KV head:
+//     the transposed narrow kernel (kernels/decode_sm90_narrow.cuh);
+//   - kDecodeWgmmaMinRows rows or more: the 64-row wgmma kernel (kernels/decode_sm90_ws.cuh);
+// else the mma.sync decode kernel (DecodeLauncher, whose instantiation is the "any" line of the same
+// family, which every build that has this one compiles). Included only by the generated
 // instantiation files.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -84,13 +85,11 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     if constexpr (!kHasNarrow) {
       return false;
     } else {
-      static const bool dev_off = std::getenv("FFPA_DEV_NARROW") != nullptr && std::getenv("FFPA_DEV_NARROW")[0] == '0';  // DEV ONLY
-      if (dev_off) return false;
       if (p.head_dim != kHeadDim || p.head_dim_v != kHeadDimV || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return false;
       const bool shared = p.v == p.k && p.v_batch_stride == p.k_batch_stride && p.v_row_stride == p.k_row_stride &&
                           p.v_head_stride == p.k_head_stride;
       const int group = p.heads_q / p.heads_kv;
-      if (!shared || (group & (group - 1)) != 0 || static_cast<int64_t>(group) * p.len_q >= kDecodeWgmmaMinRows) return false;
+      if (!shared || (group & (group - 1)) != 0 || static_cast<int64_t>(group) * p.len_q > kDecodeNarrowMaxRows) return false;
       if (p.mask != nullptr || p.len_kv <= 0 || p.batch <= 0) return false;
       if (p.block_table != nullptr && (p.page_shift < 4 || p.page_size > 256)) return false;
       return NarrowTraits::kSmemBytes <= max_smem_optin();

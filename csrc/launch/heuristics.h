@@ -141,6 +141,13 @@ inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_p
 // 0.85 / 0.72), 16 rows and fewer mma.sync (MLA 16/1: 0.73 against 0.51; D=1024 32/8 Lq=2: 1.05
 // against 0.94; D=512 64/8 Lq=1: 1.03 against 0.99).
 constexpr int kDecodeWgmmaMinRows = 32;
+// MLA's single cache (V = K[..., :Dv]) with at most this many packed rows per KV head runs the
+// transposed narrow kernel (kernels/decode_sm90_narrow.cuh: 16 rows a block, the rows as the wgmma's
+// N) instead. Same-run A/B on an H200 (bf16, x copy, contiguous / paged 64 / varlen): 16 rows
+// (B=16 S=16384 16/1) 0.76 / 0.75 / 0.68 against the mma.sync kernel's 0.71 / 0.70 / 0.61; 32 rows
+// (B=32 S=8192 32/1; 16/1 at Lq=2) 0.58-0.60 / 0.58-0.59 / 0.44-0.50 against the 64-row kernel's
+// 0.48-0.49 / 0.46-0.48 / 0.40-0.44; 64 rows (16/1 at Lq=4) 0.31 against 0.41.
+constexpr int kDecodeNarrowMaxRows = 32;
 
 }  // namespace ffpa::launch
 
