@@ -14,8 +14,7 @@ import torch
 
 import ffpa_attn
 from _cpu_helpers import ref_attention
-from _decode_case import LSE_TOL, TOL, kernel_names, run_case
-from _decode_ref import paged, reference
+from _decode_case import LSE_TOL, TOL, compile_and_graph_replay, kernel_names, run_case
 
 pytestmark = pytest.mark.requires_cuda
 
@@ -101,38 +100,7 @@ def test_forward_routes_short_queries_to_decode(L):
 
 def test_compile_fullgraph_and_cuda_graph_replay():
     D, Dv = _pick(128)
-    g = torch.Generator().manual_seed(5)
-    B, S, page = 3, 1024, 64
-    q = torch.randn(B, 1, 8, D, generator=g).to(torch.bfloat16)
-    k = torch.randn(B, S, 2, D, generator=g).to(torch.bfloat16)
-    v = torch.randn(B, S, 2, Dv, generator=g).to(torch.bfloat16)
-    pk, pv, table = paged(g, k, v, page)
-    qc, pkc, pvc, tc = q.cuda(), pk.cuda(), pv.cuda(), table.cuda()
-    lens = torch.tensor([1024, 300, 1], dtype=torch.int32, device="cuda")
-
-    def step(qq, ll):
-        return ffpa_attn.decode(qq, pkc, pvc, cache_seqlens=ll, block_table=tc, return_lse=True)
-
-    eager = step(qc, lens)
-    compiled = torch.compile(step, fullgraph=True)(qc, lens)
-    torch.testing.assert_close(compiled[0], eager[0], atol=0, rtol=0)
-    torch.testing.assert_close(compiled[1], eager[1], atol=0, rtol=0)
-
-    static_q, static_lens = qc.clone(), lens.clone()
-    step(static_q, static_lens)  # warm-up outside the capture (workspace, opt-in)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out_g, lse_g = step(static_q, static_lens)
-    new_q = torch.randn(B, 1, 8, D, generator=g).to(torch.bfloat16)
-    new_lens = torch.tensor([5, 1024, 640], dtype=torch.int32)
-    static_q.copy_(new_q.cuda())
-    static_lens.copy_(new_lens.cuda())
-    graph.replay()
-    torch.cuda.synchronize()
-    want, want_lse = reference(new_q.double(), k.double(), v.double(), new_lens, False)
-    torch.testing.assert_close(out_g.cpu().double(), want, **TOL[torch.bfloat16])
-    torch.testing.assert_close(lse_g.cpu().double(), want_lse, **LSE_TOL)
+    compile_and_graph_replay(3, 8, 2, D, Dv, seed=5)
 
 
 def test_bad_values_are_clamped_not_read_out_of_bounds():

@@ -11,8 +11,7 @@ import pytest
 import torch
 
 import ffpa_attn
-from _decode_case import LSE_TOL, TOL, run_case
-from _decode_ref import paged, reference
+from _decode_case import compile_and_graph_replay, run_case
 
 _INFO = ffpa_attn.build_info() if ffpa_attn.extension_available() else {}
 _WS_PAIRS = sorted({(int(e["E"]), int(e["Ev"])) for e in _INFO.get("registry", [])
@@ -106,40 +105,10 @@ def test_scale(scale):
     run_case(2, 1, 64, 1, 300, D, Dv, DTYPES[-1], lens=[300, 170], scale=scale, seed=9)
 
 
-def test_compile_fullgraph_and_cuda_graph_replay():
+@pytest.mark.parametrize("Hq", [128, 16], ids=["64-row", "narrow"])
+def test_compile_fullgraph_and_cuda_graph_replay(Hq):
     D, Dv = _pair(576, 512)
-    g = torch.Generator().manual_seed(21)
-    B, S, page, H = 3, 1024, 64, 128
-    q = torch.randn(B, 1, H, D, generator=g).to(torch.bfloat16)
-    k = torch.randn(B, S, 1, D, generator=g).to(torch.bfloat16)
-    pk, _, table = paged(g, k, k, page)
-    qc, pkc, tc = q.cuda(), pk.cuda(), table.cuda()
-    pvc = pkc[..., :Dv]
-    lens = torch.tensor([1024, 300, 1], dtype=torch.int32, device="cuda")
-
-    def step(qq, ll):
-        return ffpa_attn.decode(qq, pkc, pvc, cache_seqlens=ll, block_table=tc, return_lse=True)
-
-    eager = step(qc, lens)
-    compiled = torch.compile(step, fullgraph=True)(qc, lens)
-    torch.testing.assert_close(compiled[0], eager[0], atol=0, rtol=0)
-    torch.testing.assert_close(compiled[1], eager[1], atol=0, rtol=0)
-
-    static_q, static_lens = qc.clone(), lens.clone()
-    step(static_q, static_lens)  # warm-up outside the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out_g, lse_g = step(static_q, static_lens)
-    new_q = torch.randn(B, 1, H, D, generator=g).to(torch.bfloat16)
-    new_lens = torch.tensor([5, 1024, 640], dtype=torch.int32)
-    static_q.copy_(new_q.cuda())
-    static_lens.copy_(new_lens.cuda())
-    graph.replay()
-    torch.cuda.synchronize()
-    want, want_lse = reference(new_q.double(), k.double(), k[..., :Dv].double(), new_lens, False)
-    torch.testing.assert_close(out_g.cpu().double(), want, **TOL[torch.bfloat16])
-    torch.testing.assert_close(lse_g.cpu().double(), want_lse, **LSE_TOL)
+    compile_and_graph_replay(3, Hq, 1, D, Dv, seed=21, v_view_of_k=True)
 
 
 # MLA's single cache with fewer than 32 rows per KV head: (B, Lq, Hq, S, page, causal, lens, splits).

@@ -22,6 +22,7 @@
 #include "launch/fwd_launcher.h"
 #include "launch/heuristics.h"
 #include "launch/tma_desc.h"
+#include "launch/ws_pipeline_info.h"
 
 namespace ffpa::launch {
 
@@ -154,25 +155,7 @@ cudaError_t DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages,
   KernelInfo k;
   k.family = Family::kDecode;
   k.level = 0;
-  k.wgmma = true;
-  k.head_dim = kHeadDim;
-  k.head_dim_v = kHeadDimV;
-  k.block_m = Traits::kBlockM;
-  k.block_n = Traits::kBlockN;
-  k.warps_m = 4;
-  k.warps_n = Traits::kConsumers;
-  k.producer_warps = 4;
-  k.chunk_d = Traits::kSliceD;
-  k.group_d = Traits::kGroupCols;
-  k.threads = Traits::kThreads;
-  k.num_stages = Traits::kQKStages;
-  k.smem_bytes = Traits::kSmemBytes;
-  if (query_attributes) {
-    const cudaError_t err = query_kernel_attributes(Impl::kernel(), &k);
-    if (err != cudaSuccess) return err;
-  }
-  *out = k;
-  return cudaSuccess;
+  return ws_pipeline_info<Traits>(k, Impl::kernel(), query_attributes, out);
 }
 
 // One block per SM (the kernel's shared memory), 128-key tiles.

@@ -14,6 +14,7 @@
 #include "launch/grid.cuh"
 #include "launch/heuristics.h"
 #include "launch/tma_desc.h"
+#include "launch/ws_pipeline_info.h"
 
 namespace ffpa::launch {
 
@@ -68,28 +69,9 @@ cudaError_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages, b
   KernelInfo k;
   k.family = Family::kFfpa;
   k.level = 1;
-  k.wgmma = true;
-  k.acc = AccMode::kF32;
-  k.head_dim = kHeadDim;
-  k.head_dim_v = kHeadDimV;
-  k.block_m = Traits::kBlockM;
-  k.block_n = Traits::kBlockN;
   k.mask_block_m = Impl::SyncTraits::kBlockM;
   k.mask_block_n = Impl::SyncTraits::kBlockN;
-  k.warps_m = 4;
-  k.warps_n = Traits::kConsumers;
-  k.producer_warps = 4;
-  k.chunk_d = Traits::kSliceD;
-  k.group_d = Traits::kGroupCols;
-  k.threads = Traits::kThreads;
-  k.num_stages = Traits::kQKStages;
-  k.smem_bytes = Traits::kSmemBytes;
-  if (query_attributes) {
-    const cudaError_t err = query_kernel_attributes(Impl::kernel(), &k);
-    if (err != cudaSuccess) return err;
-  }
-  *out = k;
-  return cudaSuccess;
+  return ws_pipeline_info<Traits>(k, Impl::kernel(), query_attributes, out);
 }
 
 template <typename Element, int kHeadDim, int kHeadDimV>
