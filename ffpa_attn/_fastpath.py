@@ -1,6 +1,8 @@
 """Eager fast path of ``ffpa_attn.forward``: a call whose metadata matches one already validated and
-routed to our kernels (same shapes, strides, dtypes, devices, flags, grad mode and autocast state)
-skips validation and routing, which cost more host time than the kernel launch on a decode step.
+routed to our kernels (same shapes, strides, dtypes, devices, flags, grad mode and autocast state;
+without a mask or causal alignment, any key length of contiguous keys and values, so a growing KV
+cache keeps it) skips validation and routing, which cost more host time than the kernel launch on a
+decode step.
 
 Only calls with the arguments' canonical types take it (tensors of type ``torch.Tensor``, bool
 flags as ``bool``, ...): a flag passed as ``1`` still goes through validation, which rejects it.
@@ -61,9 +63,23 @@ def key_of(query: Any, key: Any, value: Any, attn_mask: Any, dropout_p: Any, is_
     if attn_mask is not None:
         mask = (attn_mask.shape, attn_mask.stride(), attn_mask.dtype, attn_mask.device)
         needs_grad = needs_grad or (grad and attn_mask.requires_grad)
-    return (query.shape, query.stride(), query.dtype, device, key.shape, key.stride(), key.dtype, key.device,
-            value.shape, value.stride(), value.dtype, value.device, mask, dropout_p, is_causal, scale, enable_gqa,
-            causal_align, return_lse, strict, level, acc, num_stages, needs_grad, _autocast_dtype(device.type))
+    kv = _kv_signature(key, value, attn_mask, is_causal)
+    return (query.shape, query.stride(), query.dtype, device, kv, key.dtype, key.device, value.dtype, value.device,
+            mask, dropout_p, is_causal, scale, enable_gqa, causal_align, return_lse, strict, level, acc, num_stages,
+            needs_grad, _autocast_dtype(device.type))
+
+
+def _kv_signature(key: Tensor, value: Tensor, attn_mask: Any, is_causal: bool) -> tuple:
+    """key's and value's part of the call key. Without a mask and without causal alignment the key
+    length S changes nothing the full path decides as long as S >= 1, key and value agree on it and
+    their layout stays contiguous (validation and routing read S only there): the signature then
+    leaves S out, so a KV cache that grows by a row per decode step (a new S, new strides) keeps the
+    fast path. Otherwise the exact shapes and strides."""
+    if (attn_mask is None and not is_causal and key.dim() >= 2 and key.dim() == value.dim()
+            and key.shape[-2] >= 1 and key.shape[-2] == value.shape[-2]
+            and key.is_contiguous() and value.is_contiguous()):
+        return ("any S", key.shape[:-2], key.shape[-1], value.shape[:-2], value.shape[-1])
+    return (key.shape, key.stride(), value.shape, value.stride())
 
 
 def lookup(call_key: tuple) -> Optional[Route]:

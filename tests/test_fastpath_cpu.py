@@ -116,3 +116,28 @@ def test_remembered_decode_route(mock_decode, validations, gen):  # noqa: F811
     assert len(validations) == 1 and len(mock_decode) == 3
     want, _ = ref_attention(q, k, v, enable_gqa=True)
     torch.testing.assert_close(outs[-1].double(), want, **TOL[torch.bfloat16])
+
+
+def test_a_growing_kv_cache_keeps_the_fast_path(mock_kernel, mock_decode, validations, gen):  # noqa: F811
+    """A decode step appends a row to the cache (torch.cat: a new length and new strides each step):
+    without a mask or causal alignment the length is not part of the call key, so only the first
+    step validates; each result is still right. Causal calls, masks, non-contiguous caches and a
+    length of 0 or one key and value disagree on keep the exact key (the full path)."""
+    bf16 = torch.bfloat16
+    q = rn(gen, 2, 4, 1, 16, dtype=bf16)
+    k, v = rn(gen, 2, 2, 5, 16, dtype=bf16), rn(gen, 2, 2, 5, 16, dtype=bf16)
+    for _ in range(4):
+        k = torch.cat([k, rn(gen, 2, 2, 1, 16, dtype=bf16)], dim=2)
+        v = torch.cat([v, rn(gen, 2, 2, 1, 16, dtype=bf16)], dim=2)
+        out = ffpa_attn.forward(q, k, v, enable_gqa=True)
+        want, _ = ref_attention(q, k, v, enable_gqa=True)
+        torch.testing.assert_close(out.double(), want, **TOL[torch.bfloat16])
+    assert len(validations) == 1
+    ffpa_attn.forward(q, k, v, enable_gqa=True, is_causal=True, causal_align="bottom_right")
+    ffpa_attn.forward(q, k[:, :, :7], v[:, :, :7], enable_gqa=True, is_causal=True, causal_align="bottom_right")
+    assert len(validations) == 3  # causal: the length is part of the key
+    ffpa_attn.forward(q, k.transpose(2, 3).contiguous().transpose(2, 3), v, enable_gqa=True)
+    assert len(validations) == 4  # a non-contiguous cache: exact shapes and strides
+    with pytest.raises(RuntimeError):
+        ffpa_attn.forward(q, k, v[:, :, :3].contiguous(), enable_gqa=True)  # lengths disagree: validated, rejected
+    assert len(validations) == 5
