@@ -36,10 +36,7 @@ struct DecodeLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   static constexpr auto kernel = Variant<false>::kernel;
   static constexpr bool kHasShared = kHeadDimV < kHeadDim;
   // V is the first Dv columns of K (same memory, same strides): MLA's single cache.
-  static bool shared_kv(const DecodeParams& p) {
-    return kHasShared && p.v == p.k && p.v_batch_stride == p.k_batch_stride && p.v_row_stride == p.k_row_stride &&
-           p.v_head_stride == p.k_head_stride;
-  }
+  static bool shared_kv(const DecodeParams& p) { return kHasShared && decode_v_is_k_prefix(p); }
   // Resident blocks of a variant per SM on the current device, queried once per device (the
   // occupancy query costs microseconds of host time on every decode step otherwise).
   template <bool kShared>

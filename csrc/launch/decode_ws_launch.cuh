@@ -29,7 +29,6 @@ namespace ffpa::launch {
 template <typename Element, int kHeadDim, int kHeadDimV>
 struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   using Traits = FfpaWsTraits<Element, kHeadDim, kHeadDimV>;
-  using Problem = attn::DecodeWsProblem<Traits>;
   using Fallback = DecodeLauncher<Element, kHeadDim, kHeadDimV>;
   static inline bool opted_in[64] = {};
   static attn::DecodeKernelWs kernel() { return attn::decode_split_ws_kernel<Traits>; }
@@ -37,38 +36,54 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
 
   // Blocks of one split: 64-row blocks x column groups x KV heads x batch.
   static int64_t base_blocks(const DecodeParams& p) {
-    const int group = p.heads_q / p.heads_kv;
-    return static_cast<int64_t>(Problem::row_blocks(group, p.len_q)) * Traits::kGroups * p.heads_kv * p.batch;
+    const RowPacking<Traits::kBlockM> pack(p.heads_q / p.heads_kv, p.len_q);
+    return static_cast<int64_t>(pack.blocks) * Traits::kGroups * p.heads_kv * p.batch;
   }
 
-  // The call's shape is this kernel's (TMA's say comes at encoding).
-  static bool takes(const DecodeParams& p) {
+  // What both Hopper kernels need of a call: these head dims, a power-of-two group, no attn_mask,
+  // power-of-two pages (TMA's say comes at encoding).
+  static bool hopper_ok(const DecodeParams& p) {
     if (p.head_dim != kHeadDim || p.head_dim_v != kHeadDimV || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return false;
     const int group = p.heads_q / p.heads_kv;
-    if ((group & (group - 1)) != 0 || static_cast<int64_t>(group) * p.len_q < kDecodeWgmmaMinRows) return false;
-    if (p.mask != nullptr || p.len_kv <= 0 || p.batch <= 0) return false;
-    if (p.block_table != nullptr && (p.page_shift < 4 || p.page_size > 256)) return false;
-    return Traits::kSmemBytes <= max_smem_optin();
+    if ((group & (group - 1)) != 0 || p.mask != nullptr || p.len_kv <= 0 || p.batch <= 0) return false;
+    return p.block_table == nullptr || (p.page_shift >= 4 && p.page_size <= 256);
+  }
+  static int64_t packed_rows(const DecodeParams& p) { return static_cast<int64_t>(p.heads_q / p.heads_kv) * p.len_q; }
+
+  // The 64-row kernel's calls.
+  static bool takes(const DecodeParams& p) {
+    return hopper_ok(p) && packed_rows(p) >= kDecodeWgmmaMinRows && Traits::kSmemBytes <= max_smem_optin();
+  }
+
+  // The rank-5 Q map (head dim, head in group, position, KV head, batch) in boxes of one block's
+  // kRows packed rows (RowPacking).
+  template <int kRows>
+  static cudaError_t encode_q(const DecodeParams& p, CUtensorMap* map) {
+    const int group = p.heads_q / p.heads_kv;
+    const RowPacking<kRows> pack(group, p.len_q);
+    const uint64_t dims[5] = {static_cast<uint64_t>(kHeadDim), static_cast<uint64_t>(group),
+                              static_cast<uint64_t>(p.len_q), static_cast<uint64_t>(p.heads_kv),
+                              static_cast<uint64_t>(p.batch)};
+    const int64_t strides[5] = {1, p.q_head_stride, p.q_row_stride, p.q_head_stride * group, p.q_batch_stride};
+    const uint32_t box[5] = {64, static_cast<uint32_t>(pack.rows_per_i), static_cast<uint32_t>(pack.positions), 1, 1};
+    return encode_strided_tma(map, kElem, p.q, 5, dims, strides, box);
+  }
+
+  // A cache's rank-4 map: rows of dim 1 are a sequence's positions, or a page's; boxes of box_rows
+  // rows (at most a page).
+  static cudaError_t encode_cache(const DecodeParams& p, CUtensorMap* map, const void* base, int cols, int64_t row_stride,
+                                  int64_t head_stride, int64_t page_stride, int box_rows) {
+    const int rows = p.block_table != nullptr ? std::min(p.page_size, box_rows) : box_rows;
+    return encode_attn_tma(map, kElem, base, cols, p.page_size, p.heads_kv, p.kv_pages, row_stride, head_stride,
+                           page_stride, rows);
   }
 
   static cudaError_t encode_maps(const DecodeParams& p, attn::DecodeTmaMaps* m) {
-    const int group = p.heads_q / p.heads_kv;
-    const int rows_per_i = std::min(group, Traits::kBlockM);
-    const uint64_t q_dims[5] = {static_cast<uint64_t>(kHeadDim), static_cast<uint64_t>(group),
-                                static_cast<uint64_t>(p.len_q), static_cast<uint64_t>(p.heads_kv),
-                                static_cast<uint64_t>(p.batch)};
-    const int64_t q_strides[5] = {1, p.q_head_stride, p.q_row_stride, p.q_head_stride * group, p.q_batch_stride};
-    const uint32_t q_box[5] = {64, static_cast<uint32_t>(rows_per_i), static_cast<uint32_t>(Traits::kBlockM / rows_per_i),
-                               1, 1};
-    cudaError_t err = encode_strided_tma(&m->q, kElem, p.q, 5, q_dims, q_strides, q_box);
-    // Rows of the cache's dim 1: a sequence's positions, or a page's.
-    const bool paged = p.block_table != nullptr;
+    cudaError_t err = encode_q<Traits::kBlockM>(p, &m->q);
     if (err == cudaSuccess)
-      err = encode_attn_tma(&m->k, kElem, p.k, kHeadDim, p.page_size, p.heads_kv, p.kv_pages, p.k_row_stride,
-                            p.k_head_stride, p.k_batch_stride, paged ? std::min(p.page_size, Traits::kBlockN) : Traits::kBlockN);
+      err = encode_cache(p, &m->k, p.k, kHeadDim, p.k_row_stride, p.k_head_stride, p.k_batch_stride, Traits::kBlockN);
     if (err == cudaSuccess)
-      err = encode_attn_tma(&m->v, kElem, p.v, kHeadDimV, p.page_size, p.heads_kv, p.kv_pages, p.v_row_stride,
-                            p.v_head_stride, p.v_batch_stride, paged ? std::min(p.page_size, Traits::kVKeys) : Traits::kVKeys);
+      err = encode_cache(p, &m->v, p.v, kHeadDimV, p.v_row_stride, p.v_head_stride, p.v_batch_stride, Traits::kVKeys);
     return err;
   }
 
@@ -78,23 +93,11 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   using NarrowTraits = DecodeNarrowTraits<Element, kHasNarrow ? kHeadDim : 128, kHasNarrow ? kHeadDimV : 64>;
   static inline bool narrow_opted_in[64] = {};
   static int narrow_row_blocks(const DecodeParams& p) {
-    const int group = p.heads_q / p.heads_kv, rows_per_i = std::min(group, NarrowTraits::kRows);
-    const int positions = NarrowTraits::kRows / rows_per_i;
-    return (group / rows_per_i) * ((p.len_q + positions - 1) / positions);
+    return RowPacking<NarrowTraits::kRows>(p.heads_q / p.heads_kv, p.len_q).blocks;
   }
   static bool takes_narrow(const DecodeParams& p) {
-    if constexpr (!kHasNarrow) {
-      return false;
-    } else {
-      if (p.head_dim != kHeadDim || p.head_dim_v != kHeadDimV || p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return false;
-      const bool shared = p.v == p.k && p.v_batch_stride == p.k_batch_stride && p.v_row_stride == p.k_row_stride &&
-                          p.v_head_stride == p.k_head_stride;
-      const int group = p.heads_q / p.heads_kv;
-      if (!shared || (group & (group - 1)) != 0 || static_cast<int64_t>(group) * p.len_q > kDecodeNarrowMaxRows) return false;
-      if (p.mask != nullptr || p.len_kv <= 0 || p.batch <= 0) return false;
-      if (p.block_table != nullptr && (p.page_shift < 4 || p.page_size > 256)) return false;
-      return NarrowTraits::kSmemBytes <= max_smem_optin();
-    }
+    return kHasNarrow && decode_v_is_k_prefix(p) && hopper_ok(p) && packed_rows(p) <= kDecodeNarrowMaxRows &&
+           NarrowTraits::kSmemBytes <= max_smem_optin();
   }
   static cudaError_t run_narrow(const DecodeParams& p, cudaStream_t stream) {
     if constexpr (!kHasNarrow) return cudaErrorNotSupported;
@@ -103,18 +106,10 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     const int64_t blocks_x = static_cast<int64_t>(narrow_row_blocks(p)) * p.num_splits;
     if (blocks_x > INT32_MAX) return cudaErrorNotSupported;
     alignas(64) attn::DecodeTmaMaps maps;
-    std::memset(&maps, 0, sizeof(maps));
-    const int group = p.heads_q / p.heads_kv, rows_per_i = std::min(group, NarrowTraits::kRows);
-    const uint64_t q_dims[5] = {static_cast<uint64_t>(kHeadDim), static_cast<uint64_t>(group),
-                                static_cast<uint64_t>(p.len_q), static_cast<uint64_t>(p.heads_kv),
-                                static_cast<uint64_t>(p.batch)};
-    const int64_t q_strides[5] = {1, p.q_head_stride, p.q_row_stride, p.q_head_stride * group, p.q_batch_stride};
-    const uint32_t q_box[5] = {64, static_cast<uint32_t>(rows_per_i), static_cast<uint32_t>(NarrowTraits::kRows / rows_per_i), 1, 1};
-    if (encode_strided_tma(&maps.q, kElem, p.q, 5, q_dims, q_strides, q_box) != cudaSuccess) return cudaErrorNotSupported;
-    const bool paged = p.block_table != nullptr;
-    if (encode_attn_tma(&maps.k, kElem, p.k, kHeadDim, p.page_size, p.heads_kv, p.kv_pages, p.k_row_stride,
-                        p.k_head_stride, p.k_batch_stride,
-                        paged ? std::min(p.page_size, NarrowTraits::kBlockN) : NarrowTraits::kBlockN) != cudaSuccess)
+    std::memset(&maps, 0, sizeof(maps));  // v stays unset: V is read from K's stages
+    if (encode_q<NarrowTraits::kRows>(p, &maps.q) != cudaSuccess ||
+        encode_cache(p, &maps.k, p.k, kHeadDim, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
+                     NarrowTraits::kBlockN) != cudaSuccess)
       return cudaErrorNotSupported;
     if constexpr (kHasNarrow) {
       const auto fn = attn::decode_split_narrow_kernel<NarrowTraits>;

@@ -85,5 +85,12 @@ struct DecodeParams : AttnParams {
   float* lse_part;
 };
 
+// V is the first Dv columns of K, read through the same pointer and strides (MLA's single cache):
+// the decode kernels then load K only and read V from its tiles.
+inline bool decode_v_is_k_prefix(const DecodeParams& p) {
+  return p.v == p.k && p.v_batch_stride == p.k_batch_stride && p.v_row_stride == p.k_row_stride &&
+         p.v_head_stride == p.k_head_stride;
+}
+
 }  // namespace ffpa
 

@@ -61,16 +61,15 @@ struct DecodeNarrow {
   static __device__ __forceinline__ Work work_of_block(const DecodeParams& p) {
     Work w;
     w.group = p.heads_q / p.heads_kv;
-    w.rows_per_i = w.group < kRows ? w.group : kRows;
-    w.positions = kRows / w.rows_per_i;
-    const int blocks_per_i = w.group / w.rows_per_i;
-    const int m_blocks = blocks_per_i * ((p.len_q + w.positions - 1) / w.positions);
-    const int m_block = static_cast<int>(blockIdx.x) % m_blocks;
-    w.split = static_cast<int>(blockIdx.x) / m_blocks;
+    const RowPacking<kRows> pack(w.group, p.len_q);
+    w.rows_per_i = pack.rows_per_i;
+    w.positions = pack.positions;
+    const int m_block = static_cast<int>(blockIdx.x) % pack.blocks;
+    w.split = static_cast<int>(blockIdx.x) / pack.blocks;
     w.head_kv = blockIdx.y;
     w.batch = blockIdx.z;
-    w.g0 = (m_block % blocks_per_i) * kRows;
-    w.i0 = (m_block / blocks_per_i) * w.positions;
+    w.g0 = pack.g0(m_block);
+    w.i0 = pack.i0(m_block);
     // Unchecked lengths are clamped to the cache (FFPA_DEBUG_CHECKS reports them).
     const int len = p.seqlens != nullptr ? __ldg(p.seqlens + w.batch) : p.len_kv;
     w.seqlen = min(max(len, 0), p.len_kv);

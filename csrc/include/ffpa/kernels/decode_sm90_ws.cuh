@@ -35,6 +35,7 @@
 #include "ffpa/ptx/tma.cuh"
 #include "ffpa/ptx/warpgroup.cuh"
 #include "ffpa/tile/numeric.cuh"
+#include "ffpa/traits/decode_traits.h"
 #include "ffpa/traits/ffpa_traits.h"
 
 namespace ffpa::attn {
@@ -75,31 +76,21 @@ struct DecodeWsProblem {
     int lim_min;  // keys below it are visible to every row of the block
   };
 
-  // Rows per KV head (group x Lq) in blocks of 64: a block is one position's 64 heads (group >= 64)
-  // or 64 / group positions of every head (group < 64).
-  static __host__ __device__ __forceinline__ int row_blocks(int group, int len_q) {
-    const int rows_per_i = group < kBlockM ? group : kBlockM;
-    const int per_i = kBlockM / rows_per_i;
-    return (group / rows_per_i) * ((len_q + per_i - 1) / per_i);
-  }
-
   static __device__ __forceinline__ Item item(const DecodeParams& p, int t) {
-    const int group = p.heads_q / p.heads_kv;
-    const int m_blocks = row_blocks(group, p.len_q);
+    const RowPacking<kBlockM> pack(p.heads_q / p.heads_kv, p.len_q);
     Item w;
     w.m0 = 0;
-    w.rows_per_i = group < kBlockM ? group : kBlockM;
-    const int blocks_per_i = group / w.rows_per_i, positions = kBlockM / w.rows_per_i;
-    const int m_block = t % m_blocks;
-    t /= m_blocks;
+    w.rows_per_i = pack.rows_per_i;
+    const int m_block = t % pack.blocks;
+    t /= pack.blocks;
     w.group = Traits::kGroups == 1 ? 0 : t % Traits::kGroups;
     t /= Traits::kGroups;
     w.split = t % p.num_splits;
     t /= p.num_splits;
     w.head_kv = t % p.heads_kv;
     w.batch = t / p.heads_kv;
-    w.g0 = (m_block % blocks_per_i) * kBlockM;
-    w.i0 = (m_block / blocks_per_i) * positions;
+    w.g0 = pack.g0(m_block);
+    w.i0 = pack.i0(m_block);
     // Lengths are not checked on the host (no sync): clamped to the cache, so a bad one reads nothing
     // outside it (FFPA_DEBUG_CHECKS reports them).
     const int len = p.seqlens != nullptr ? __ldg(p.seqlens + w.batch) : p.len_kv;
@@ -110,7 +101,7 @@ struct DecodeWsProblem {
     w.n_end = min(w.first + per_split, tiles);
     w.lim_min = w.seqlen;
     if (p.is_causal) {
-      const int i_last = min(w.i0 + positions, p.len_q) - 1;
+      const int i_last = min(w.i0 + pack.positions, p.len_q) - 1;
       const int lim_max = max(w.seqlen - p.len_q + i_last + 1, 0);
       w.n_end = min(w.n_end, (lim_max + kBlockN - 1) / kBlockN);
       w.lim_min = w.seqlen - p.len_q + w.i0 + 1;

@@ -118,6 +118,27 @@ struct DecodeTraits {
 
 namespace ffpa {
 
+// How the Hopper decode kernels (decode_sm90_ws.cuh: 64 rows a block, decode_sm90_narrow.cuh: 16)
+// pack query rows into blocks of kRows: a KV head's rows are (position i, head g of its group),
+// position-major, and a block is one position's kRows heads (group >= kRows) or kRows / group
+// positions of every head (group < kRows): row r of block m is position i0(m) + r / rows_per_i of
+// head g0(m) + r % rows_per_i. Groups are powers of two (the launcher's condition), so one rank-5
+// TMA box of rows_per_i heads x positions loads a block's Q.
+template <int kRows>
+struct RowPacking {
+  int rows_per_i;    // heads of the group a block takes per position
+  int positions;     // positions a block takes
+  int blocks_per_i;  // blocks of one position's heads
+  int blocks;        // blocks per KV head
+  __host__ __device__ __forceinline__ RowPacking(int group, int len_q)
+      : rows_per_i(group < kRows ? group : kRows),
+        positions(kRows / rows_per_i),
+        blocks_per_i(group / rows_per_i),
+        blocks(blocks_per_i * ((len_q + positions - 1) / positions)) {}
+  __host__ __device__ __forceinline__ int g0(int m_block) const { return (m_block % blocks_per_i) * kRows; }
+  __host__ __device__ __forceinline__ int i0(int m_block) const { return (m_block / blocks_per_i) * positions; }
+};
+
 // The narrow decode kernel on Hopper (kernels/decode_sm90_narrow.cuh): MLA's single cache (V = the
 // first Dv columns of K) with few query rows per KV head, computed transposed so the 16 packed rows
 // are the wgmma's N: S^T = K Q^T (M = 64 keys) and O^T += V^T P^T (M = 64 output columns at a time).
