@@ -70,18 +70,10 @@ struct DecodeNarrow {
     w.batch = blockIdx.z;
     w.g0 = pack.g0(m_block);
     w.i0 = pack.i0(m_block);
-    // Unchecked lengths are clamped to the cache (FFPA_DEBUG_CHECKS reports them).
-    const int len = p.seqlens != nullptr ? __ldg(p.seqlens + w.batch) : p.len_kv;
-    w.seqlen = min(max(len, 0), p.len_kv);
-    const int tiles = (w.seqlen + kBlockN - 1) / kBlockN;
-    const int per_split = (tiles + p.num_splits - 1) / p.num_splits;
-    w.first = min(w.split * per_split, tiles);
-    int end = min(w.first + per_split, tiles);
-    if (p.is_causal) {  // the block's last position sees keys < seqlen - Lq + i_last + 1
-      const int i_last = min(w.i0 + w.positions, p.len_q) - 1;
-      end = min(end, (max(w.seqlen - p.len_q + i_last + 1, 0) + kBlockN - 1) / kBlockN);
-    }
-    w.n_tiles = max(end - w.first, 0);
+    const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + w.positions, p.len_q) - 1);
+    w.seqlen = keys.seqlen;
+    w.first = keys.first;
+    w.n_tiles = max(keys.end - keys.first, 0);
     return w;
   }
 

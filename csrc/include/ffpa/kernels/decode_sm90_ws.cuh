@@ -48,6 +48,28 @@ struct DecodeTmaMaps {
   CUtensorMap q, k, v;
 };
 
+// The key tiles (of kBlockN keys) split `split` of a sequence covers, for rows up to position
+// i_last: [first, end), cut at the sequence's length and, with causal, at position i_last's limit
+// (bottom-right: keys < seqlen - Lq + i_last + 1); and the length. Lengths are not checked on the
+// host (no sync): clamped to the cache, so a bad one reads nothing outside it (FFPA_DEBUG_CHECKS
+// reports them). Both Hopper decode kernels walk these.
+struct DecodeKeyRange {
+  int seqlen, first, end;
+};
+
+template <int kBlockN>
+__device__ __forceinline__ DecodeKeyRange decode_key_range(const DecodeParams& p, int batch, int split, int i_last) {
+  DecodeKeyRange r;
+  const int len = p.seqlens != nullptr ? __ldg(p.seqlens + batch) : p.len_kv;
+  r.seqlen = min(max(len, 0), p.len_kv);
+  const int tiles = (r.seqlen + kBlockN - 1) / kBlockN;
+  const int per_split = (tiles + p.num_splits - 1) / p.num_splits;
+  r.first = min(split * per_split, tiles);
+  r.end = min(r.first + per_split, tiles);
+  if (p.is_causal) r.end = min(r.end, (max(r.seqlen - p.len_q + i_last + 1, 0) + kBlockN - 1) / kBlockN);
+  return r;
+}
+
 template <typename Traits>
 struct DecodeWsProblem {
   using Params = DecodeParams;
@@ -91,21 +113,11 @@ struct DecodeWsProblem {
     w.batch = t / p.heads_kv;
     w.g0 = pack.g0(m_block);
     w.i0 = pack.i0(m_block);
-    // Lengths are not checked on the host (no sync): clamped to the cache, so a bad one reads nothing
-    // outside it (FFPA_DEBUG_CHECKS reports them).
-    const int len = p.seqlens != nullptr ? __ldg(p.seqlens + w.batch) : p.len_kv;
-    w.seqlen = min(max(len, 0), p.len_kv);
-    const int tiles = (w.seqlen + kBlockN - 1) / kBlockN;
-    const int per_split = (tiles + p.num_splits - 1) / p.num_splits;
-    w.first = min(w.split * per_split, tiles);
-    w.n_end = min(w.first + per_split, tiles);
-    w.lim_min = w.seqlen;
-    if (p.is_causal) {
-      const int i_last = min(w.i0 + pack.positions, p.len_q) - 1;
-      const int lim_max = max(w.seqlen - p.len_q + i_last + 1, 0);
-      w.n_end = min(w.n_end, (lim_max + kBlockN - 1) / kBlockN);
-      w.lim_min = w.seqlen - p.len_q + w.i0 + 1;
-    }
+    const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + pack.positions, p.len_q) - 1);
+    w.seqlen = keys.seqlen;
+    w.first = keys.first;
+    w.n_end = keys.end;
+    w.lim_min = p.is_causal ? w.seqlen - p.len_q + w.i0 + 1 : w.seqlen;
     return w;
   }
 
