@@ -98,7 +98,8 @@ ffpa_attn.set_fa2_mma("auto")
 
 # Split-KV decode: the smallest and largest compiled pairs and MLA; contiguous and paged (page 16)
 # caches, lengths 0 / 1 / odd / full, GQA 4 (the mma.sync kernel) and 32 (96 rows per KV head: the
-# wgmma kernel on Hopper at FFPA head dims), Lq 3 causal and not, one split and three (the merge).
+# wgmma kernel on Hopper at FFPA head dims), Lq 3 causal and not, one split and three (the merge: a
+# block per row where there are few rows, a warp per row at the largest pair's 96 x 8 column blocks).
 dec = sorted(tuple(p) for p in info["head_dim_pairs"].get("decode", []))
 cases = [(d, dv, hq) for d, dv in sorted({dec[0], dec[-1]} | ({(576, 512)} & set(dec))) for hq in (8, 64)] if dec else []
 for d, dv, hq in cases if "decode" in PARTS else ():

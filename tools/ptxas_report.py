@@ -36,7 +36,7 @@ FFPA_WS = re.compile(r"ffpa_fwd_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)ELi(\d+
 DECODE_WS = re.compile(r"decode_split_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_12DecodeParamsENS0_13DecodeTmaMapsE$")
 DECODE_NARROW = re.compile(r"decode_split_narrow_kernelINS_18DecodeNarrowTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_12DecodeParamsENS0_13DecodeTmaMapsE$")
 DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)ELb([01])EEEvNS_12DecodeParamsE$")
-MERGE = re.compile(r"decode_merge_kernelI(\w+?)EEvNS_12DecodeParamsE$")
+MERGE = re.compile(r"decode_merge_kernelI(\w+?)Li(\d)EEEvNS_12DecodeParamsE$")
 
 
 def dims(d, dv):
@@ -67,7 +67,7 @@ def describe(name):
         dt, d, dv, shared = m.groups()
         return ("decode shared-kv" if shared == "1" else "decode"), DT.get(dt, dt), dims(d, dv), "-"
     if m := MERGE.search(name):
-        return "decode merge", DT.get(m.group(1), m.group(1)), "-", "-"
+        return f"decode merge ({'warp' if m.group(2) == '1' else 'block'} a row)", DT.get(m.group(1), m.group(1)), "-", "-"
     return name, "-", "-", "-"
 
 

@@ -149,5 +149,11 @@ constexpr int kDecodeWgmmaMinRows = 32;
 // 0.48-0.49 / 0.46-0.48 / 0.40-0.44; 64 rows (16/1 at Lq=4) 0.31 against 0.41.
 constexpr int kDecodeNarrowMaxRows = 32;
 
+// The split-KV merge (kernels/decode_merge.cuh) gives each unit (packed row x 128 output columns) a
+// warp from this many units up, and a whole 4-warp block below (its splits spread over the warps):
+// few rows with many splits would otherwise leave the GPU idle (B=1 S=131072 32/8 D=128, 32 units
+// of 49 splits: 8.1 us with a warp per unit).
+constexpr int64_t kMergeWarpUnitsMin = 1024;
+
 }  // namespace ffpa::launch
 

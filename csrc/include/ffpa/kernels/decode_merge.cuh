@@ -1,6 +1,6 @@
 // The second kernel of split-KV decode: the splits' normalised fp32 partials and base-2 LSEs
-// (DecodeParams::o_part / lse_part, written by kernels/decode_sm80.cuh) merged into the output and
-// its natural-log LSE, with the merge weights and guards of attn/state.cuh.
+// (DecodeParams::o_part / lse_part, written by the split kernels) merged into the output and its
+// natural-log LSE, with the merge weights and guards of attn/state.cuh.
 #pragma once
 #include <cstdint>
 #include <math_constants.h>
@@ -12,83 +12,128 @@
 
 namespace ffpa::kernels {
 
-// Combines the splits of one packed row: weights exp2(lse_s - max) (an empty split weighs 0; its
-// partial is written as zeros), output sum_s w_s O_s / sum_s w_s in the output dtype, LSE in
-// natural log. Warp 0 reads the splits' LSEs in parallel (a lane per split) and leaves the weights
-// in shared memory. Then the block's threads take 4 of its (up to) 128 columns each and an
-// interleaved share of the splits (a batch of one with long contexts has few rows and many splits:
-// the loads of one row spread over many threads); the shares are added through shared memory.
+// One warp combines one packed row's splits over up to kMergeCols output columns: weights
+// exp2(lse_s - max) (an empty split weighs 0; its partial is written as zeros), output
+// sum_s w_s O_s / sum_s w_s in the output dtype, LSE in natural log.
+//
+// The merge is latency-bound (a few KiB per row, read once), so a warp issues its first
+// kMergeBatch partial loads before it reads the LSEs: both round trips to memory overlap, and no
+// block-wide barrier stands between them. Lanes own 4 columns each; where a column block is
+// narrower than 128 (Dv = 64, the tail of Dv = 160) the lanes left over take interleaved shares of
+// the splits, added by shuffles at the end. With few rows and many splits (a batch of one with a
+// long context: 32 rows, 49 splits) a warp per row leaves the GPU idle, so kWarpsPerUnit = 4 gives
+// a row's column block the whole block: its warps take interleaved shares of the splits and add
+// them through shared memory.
 constexpr int kMaxMergeSplits = 256;  // launch::kMaxDecodeSplits
-constexpr int kMergeThreads = 128;
-constexpr int kMergeCols = 128;  // output columns of one merge block (grid y: Dv / kMergeCols)
+constexpr int kMergeWarps = 4;
+constexpr int kMergeThreads = 32 * kMergeWarps;
+constexpr int kMergeCols = 128;  // output columns of one warp's unit (4 a lane)
+// Partial loads a lane issues before it reads the LSEs: a warp a unit covers 8 splits (more than
+// most calls that fill the GPU use), a block a unit 4 x 16 (a batch of one with a long context:
+// 49 splits at B=1 S=131072 D=128) in that one round trip to memory.
+template <int kWarpsPerUnit>
+constexpr int kMergeBatch = kWarpsPerUnit > 1 ? 16 : 8;
 
-template <typename Element>
+template <typename Element, int kWarpsPerUnit>
 __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(DecodeParams p) {
-  __shared__ float weight[kMaxMergeSplits];
-  __shared__ float total[2];  // 1 / sum of weights, natural-log LSE
-  __shared__ float4 part[kMergeThreads];
+  static_assert(kWarpsPerUnit == 1 || kWarpsPerUnit == kMergeWarps, "a unit is a warp or the whole block");
+  constexpr int kUnitsPerBlock = kMergeWarps / kWarpsPerUnit;
+  __shared__ float weights[kUnitsPerBlock][kMaxMergeSplits];
+  __shared__ float4 sums[kWarpsPerUnit > 1 ? kMergeThreads : 1];
+  const int lane = threadIdx.x % 32;
+  const int warp = kWarpsPerUnit > 1 ? 0 : threadIdx.x / 32;  // the unit's slot in this block
+  const int uwarp = kWarpsPerUnit > 1 ? threadIdx.x / 32 : 0;  // this warp's place in its unit
   const int group = p.heads_q / p.heads_kv;
   const int rows = group * p.len_q;
-  const int64_t item = blockIdx.x;  // (batch, kv head, packed row)
+  const int col_blocks = (p.head_dim_v + kMergeCols - 1) / kMergeCols;
+  const int64_t unit = static_cast<int64_t>(blockIdx.x) * kUnitsPerBlock + warp;  // (item, column block)
+  const int64_t items = static_cast<int64_t>(p.batch) * p.heads_kv * rows;
+  if (kWarpsPerUnit == 1 && unit >= items * col_blocks) return;  // whole warps: no block-wide barrier follows
+  const int64_t item = unit / col_blocks;  // (batch, kv head, packed row)
+  const int cb = static_cast<int>(unit % col_blocks);
   const int row = static_cast<int>(item % rows);
   const int64_t bh = item / rows;
   const int head_kv = static_cast<int>(bh % p.heads_kv), batch = static_cast<int>(bh / p.heads_kv);
   const int64_t split_stride = static_cast<int64_t>(p.batch) * p.heads_kv * rows;
   const int splits = min(p.num_splits, kMaxMergeSplits);
-  if (threadIdx.x < 32) {
-    const int lane = threadIdx.x;
-    float mx = -CUDART_INF_F;
-    for (int s = lane; s < splits; s += 32) mx = fmaxf(mx, p.lse_part[s * split_stride + item]);
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    float sum = 0.f;
-    for (int s = lane; s < splits; s += 32) {
-      const float w = attn::merge_weight(p.lse_part[s * split_stride + item], mx);
-      weight[s] = w;
-      sum += w;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) {
-      total[0] = attn::inv_row_sum(sum);
-      total[1] = sum > 0.f ? (mx + __log2f(sum)) * kLn2 : -CUDART_INF_F;
-    }
-  }
-  __syncthreads();
-  const float inv = total[0];
-  const int lq = row / group, hq = head_kv * group + row % group;
-  Element* o = static_cast<Element*>(p.o) + batch * p.o_batch_stride + lq * p.o_row_stride + hq * p.o_head_stride;
-  // This block's columns: kMergeCols from blockIdx.y * kMergeCols, 4 a thread; the threads left
-  // over take interleaved shares of the splits.
-  const int cols = min(kMergeCols, p.head_dim_v - static_cast<int>(blockIdx.y) * kMergeCols);
+
+  // This lane's columns and its share of the splits: shares is 1, 2 or 4 per warp (32 / column
+  // groups where that is a power of two), and lanes past the column groups of a share-1 block
+  // idle; a unit's warps multiply the shares.
+  const int cols = min(kMergeCols, p.head_dim_v - cb * kMergeCols);
   const int col_groups = cols / 4;
-  const int shares = kMergeThreads / col_groups;
-  const int share = threadIdx.x / col_groups;  // >= shares: idle in the sums
-  const int c = static_cast<int>(blockIdx.y) * kMergeCols + 4 * (threadIdx.x % col_groups);
-  const bool active = share < shares;
+  const int shares = (col_groups == 8 || col_groups == 16) ? 32 / col_groups : 1;
+  const int lane_share = lane / col_groups;  // >= shares: idle
+  const bool active = lane_share < shares;
+  const int share = uwarp * shares + lane_share, stride = kWarpsPerUnit * shares;
+  const int c = cb * kMergeCols + 4 * (lane % col_groups);
+  const float* part = p.o_part + item * p.head_dim_v + c;
+  const int64_t part_stride = split_stride * p.head_dim_v;
+
+  float4 x[kMergeBatch<kWarpsPerUnit>];
+#pragma unroll
+  for (int b = 0; b < kMergeBatch<kWarpsPerUnit>; ++b) {
+    const int s = share + b * stride;
+    x[b] = active && s < splits ? *reinterpret_cast<const float4*>(part + s * part_stride) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+
+  float mx = -CUDART_INF_F;
+  for (int s = lane; s < splits; s += 32) mx = fmaxf(mx, p.lse_part[s * split_stride + item]);
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  float sum = 0.f;
+  for (int s = lane; s < splits; s += 32) {
+    const float w = attn::merge_weight(p.lse_part[s * split_stride + item], mx);
+    if (uwarp == 0) weights[warp][s] = w;
+    sum += w;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if constexpr (kWarpsPerUnit > 1) __syncthreads();
+  else __syncwarp();
+
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int b = 0; b < kMergeBatch<kWarpsPerUnit>; ++b) {
+    const int s = share + b * stride;
+    const float w = active && s < splits ? weights[warp][s] : 0.f;
+    acc.x += w * x[b].x, acc.y += w * x[b].y, acc.z += w * x[b].z, acc.w += w * x[b].w;
+  }
   if (active) {
 #pragma unroll 4
-    for (int s = share; s < splits; s += shares) {
-      const float wgt = weight[s];
-      const float4 x = *reinterpret_cast<const float4*>(p.o_part + (s * split_stride + item) * p.head_dim_v + c);
-      acc.x += wgt * x.x, acc.y += wgt * x.y, acc.z += wgt * x.z, acc.w += wgt * x.w;
+    for (int s = share + kMergeBatch<kWarpsPerUnit> * stride; s < splits; s += stride) {
+      const float w = weights[warp][s];
+      const float4 y = *reinterpret_cast<const float4*>(part + s * part_stride);
+      acc.x += w * y.x, acc.y += w * y.y, acc.z += w * y.z, acc.w += w * y.w;
     }
   }
-  part[threadIdx.x] = acc;
-  __syncthreads();
-  if (active && share == 0) {
-    for (int t = 1; t < shares; ++t) {
-      const float4 x = part[threadIdx.x + t * col_groups];
-      acc.x += x.x, acc.y += x.y, acc.z += x.z, acc.w += x.w;
+  for (int o = 16; o >= col_groups && shares > 1; o /= 2) {
+    acc.x += __shfl_xor_sync(0xffffffffu, acc.x, o);
+    acc.y += __shfl_xor_sync(0xffffffffu, acc.y, o);
+    acc.z += __shfl_xor_sync(0xffffffffu, acc.z, o);
+    acc.w += __shfl_xor_sync(0xffffffffu, acc.w, o);
+  }
+  if constexpr (kWarpsPerUnit > 1) {
+    sums[threadIdx.x] = acc;
+    __syncthreads();
+    if (uwarp > 0) return;
+#pragma unroll
+    for (int u = 1; u < kWarpsPerUnit; ++u) {
+      const float4 y = sums[u * 32 + lane];
+      acc.x += y.x, acc.y += y.y, acc.z += y.z, acc.w += y.w;
     }
+  }
+  const int lq = row / group, hq = head_kv * group + row % group;
+  if (active && lane_share == 0) {
+    const float inv = attn::inv_row_sum(sum);
+    Element* o = static_cast<Element*>(p.o) + batch * p.o_batch_stride + lq * p.o_row_stride + hq * p.o_head_stride;
     uint2 packed;
     packed.x = Numeric<Element>::pack2(acc.x * inv, acc.y * inv);
     packed.y = Numeric<Element>::pack2(acc.z * inv, acc.w * inv);
     *reinterpret_cast<uint2*>(o + c) = packed;
   }
-  if (threadIdx.x == 0 && blockIdx.y == 0 && p.lse != nullptr)
-    p.lse[(static_cast<int64_t>(batch) * p.heads_q + hq) * p.len_q + lq] = total[1];
+  if (lane == 0 && cb == 0 && p.lse != nullptr)
+    p.lse[(static_cast<int64_t>(batch) * p.heads_q + hq) * p.len_q + lq] = sum > 0.f ? (mx + __log2f(sum)) * kLn2 : -CUDART_INF_F;
 }
 
 }  // namespace ffpa::kernels

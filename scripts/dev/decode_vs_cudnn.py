@@ -1,0 +1,77 @@
+"""Development probe: where a decode call's time goes, ours against SDPA cuDNN / flash on the same
+shape (bf16, L2 evicted before every call). Per shape: the call time by CUDA events (median) and
+each kernel's device time by the torch profiler (mean over the calls), so the split kernel, the
+merge and the gap between them can be told apart. Args: shapes as BxSxHqxHkvxD[xDv]; env SPLITS
+forces ffpa's split count."""
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import ffpa_attn
+
+flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+splits = int(os.environ["SPLITS"]) if os.environ.get("SPLITS") else None
+
+
+def events_ms(fn, n=30):
+    for _ in range(3):
+        fn()
+    ts = []
+    for _ in range(n):
+        flush_buf.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e) * 1e3)
+    return statistics.median(ts)
+
+
+def kernels_us(fn, n=10):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            flush_buf.zero_()
+            fn()
+        torch.cuda.synchronize()
+    acc = {}
+    for ev in prof.events():
+        if ev.device_time <= 0 or "zero" in ev.name.lower() or "fill" in ev.name.lower():
+            continue
+        name = ev.name[:60]
+        acc[name] = acc.get(name, 0.0) + ev.device_time / n
+    return acc
+
+
+for shape in sys.argv[1:]:
+    dims = [int(x) for x in shape.split("x")]
+    B, S, Hq, Hkv, D = dims[:5]
+    Dv = dims[5] if len(dims) > 5 else D
+    k = torch.randn(B, S, Hkv, D, device="cuda", dtype=torch.bfloat16)
+    v = k[..., :Dv] if D != Dv else torch.randn(B, S, Hkv, Dv, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(B, 1, Hq, D, device="cuda", dtype=torch.bfloat16)
+    nbytes = B * S * Hkv * (D if D != Dv else D + Dv) * 2
+    fns = {"ffpa": lambda: ffpa_attn.decode(q, k, v, num_splits=splits)}
+    if D == Dv:
+        qs, ks, vs = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+            def fn(be=be):
+                with sdpa_kernel(be):
+                    return F.scaled_dot_product_attention(qs, ks, vs, enable_gqa=True)
+            try:
+                fn()
+                fns[name] = fn
+            except RuntimeError:
+                pass
+    print(f"== {shape}: {nbytes / 2**20:.0f} MiB of K/V", flush=True)
+    for name, fn in fns.items():
+        us = events_ms(fn)
+        ks_ = kernels_us(fn)
+        tot = sum(ks_.values())
+        parts = "; ".join(f"{n_} {t:.1f}" for n_, t in sorted(ks_.items(), key=lambda x: -x[1]))
+        print(f"  {name:6s} call {us:7.1f} us ({nbytes / us / 1e3:.0f} GB/s); kernels {tot:7.1f} us "
+              f"({nbytes / tot / 1e3:.0f} GB/s): {parts}", flush=True)
