@@ -2,7 +2,7 @@
 shape (bf16, L2 evicted before every call). Per shape: the call time by CUDA events (median) and
 each kernel's device time by the torch profiler (mean over the calls), so the split kernel, the
 merge and the gap between them can be told apart. Args: shapes as BxSxHqxHkvxD[xDv]; env SPLITS
-forces ffpa's split count."""
+forces ffpa's split count; NO_PEER=1 times ffpa alone."""
 import os
 import statistics
 import sys
@@ -56,7 +56,7 @@ for shape in sys.argv[1:]:
     q = torch.randn(B, 1, Hq, D, device="cuda", dtype=torch.bfloat16)
     nbytes = B * S * Hkv * (D if D != Dv else D + Dv) * 2
     fns = {"ffpa": lambda: ffpa_attn.decode(q, k, v, num_splits=splits)}
-    if D == Dv:
+    if D == Dv and not os.environ.get("NO_PEER"):
         qs, ks, vs = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
             def fn(be=be):
@@ -67,7 +67,7 @@ for shape in sys.argv[1:]:
                 fns[name] = fn
             except RuntimeError:
                 pass
-    print(f"== {shape}: {nbytes / 2**20:.0f} MiB of K/V", flush=True)
+    print(f"== {shape}: {nbytes / 2**20:.0f} MiB of K/V, splits {splits or 'auto'}", flush=True)
     for name, fn in fns.items():
         us = events_ms(fn)
         ks_ = kernels_us(fn)
