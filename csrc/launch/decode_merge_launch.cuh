@@ -1,6 +1,7 @@
 // The merge launch of split-KV decode, shared by both decode launchers (decode_launch.cuh,
-// decode_ws_launch.cuh): after a split kernel wrote p.num_splits > 1 partials, one
-// warp per (packed row, 128 output columns) combines them (kernels/decode_merge.cuh).
+// decode_ws_launch.cuh): after a split kernel wrote p.num_splits > 1 partials, one warp per
+// (packed row, 128 output columns), or one block where such units are few (kMergeWarpUnitsMin),
+// combines them (kernels/decode_merge.cuh).
 #pragma once
 #include <cuda_runtime.h>
 
