@@ -338,8 +338,9 @@ def test_l1_hopper_tma_kernel_and_its_fallback(D, Dv):
 @pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
 def test_l1_hopper_kernel_shared_memory_is_the_same_at_every_head_dim():
     """The Hopper L1 kernel's launch (auto depth) at every compiled pair: the wgmma kernel with a producer
-    warpgroup, 64 x 128 tiles, 64-wide E slices and one shared-memory size from D = 320 to 1024
-    (E streams in slices; the V ring is a fixed budget); groups of at most 512 Dv columns."""
+    warpgroup, 64 x 128 tiles (64 x 256 for a cluster pair above Dv = 640), 64-wide E slices and one
+    shared-memory size from D = 320 to 1024 (E streams in slices; the V ring is a fixed budget); groups
+    of at most 512 Dv columns."""
     import ffpa_attn._C as C
 
     dt = "bfloat16" if "bfloat16" in _INFO.get("dtypes", []) else "float16"
@@ -347,7 +348,7 @@ def test_l1_hopper_kernel_shared_memory_is_the_same_at_every_head_dim():
     infos = {p: C.kernel_info(dt, "ffpa_l1", *p, 0, True) for p in pairs}
     for p, i in infos.items():
         assert i["mma"] == "wgmma" and i["producer_warps"] == 4 and i["threads"] == 384, (p, i)
-        assert (i["block_m"], i["block_n"], i["chunk_d"]) == (64, 128, 64), (p, i)
+        assert (i["block_m"], i["block_n"], i["chunk_d"]) == (64, 256 if p[1] > 640 else 128, 64), (p, i)
         assert i["group_d"] <= 512 and -(-p[1] // i["group_d"]) <= 2, (p, i)
         assert i["local_bytes"] == 0, (p, i)
     assert len({i["smem_bytes"] for i in infos.values()}) == 1, {p: i["smem_bytes"] for p, i in infos.items()}

@@ -20,7 +20,12 @@ namespace ffpa::launch {
 
 template <typename Element, int kHeadDim, int kHeadDimV>
 struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
-  using Traits = FfpaWsTraits<Element, kHeadDim, kHeadDimV>;
+  // Above Dv = 640 (column groups of 384 .. 512) the two groups of a query block run as a cluster pair
+  // sharing S. Same-run A/B on an H200 (bf16, B=1 H=32 N=8192 and B=4 H=16 N=2048, causal and not,
+  // docs/hopper_ffpa.md): +7 to +20% at Dv = 768 and 1024, -6 to +6% at 576 and 640 (320-column
+  // groups, where P V is the smaller part of the work), which keep a block per group.
+  static constexpr bool kPair = kHeadDimV > 640;
+  using Traits = FfpaWsTraits<Element, kHeadDim, kHeadDimV, kPair>;
   // The fallback: the mma.sync L1 kernel of the same head dims (its instantiation is the "any"
   // line of the same family, which every build that has this one compiles).
   using Fallback = FfpaLauncher<Element, kHeadDim, kHeadDimV, Level::kL1, AccMode::kF32>;
@@ -28,36 +33,58 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   // The mask block map is built at the fallback's tile, which the TMA kernel reads by merging blocks.
   static_assert(Traits::kBlockM % SyncTraits::kBlockM == 0 && Traits::kBlockN % SyncTraits::kBlockN == 0,
                 "the fallback kernel's tile divides the TMA kernel's, so one mask block map serves both");
-  static inline bool opted_in[64] = {};
   static attn::FfpaKernelWs kernel() { return attn::ffpa_fwd_ws_kernel<Traits>; }
   static constexpr TmaElem kElem = std::is_same_v<Element, __half> ? TmaElem::kFloat16 : TmaElem::kBFloat16;
 
+  template <typename T>
   static cudaError_t encode_maps(const FwdParams& p, attn::FfpaTmaMaps* m) {
     cudaError_t err = encode_attn_tma(&m->q, kElem, p.q, kHeadDim, p.len_q, p.heads_q, p.batch, p.q_row_stride,
-                                      p.q_head_stride, p.q_batch_stride, Traits::kBlockM);
+                                      p.q_head_stride, p.q_batch_stride, T::kBlockM);
     if (err == cudaSuccess)
       err = encode_attn_tma(&m->k, kElem, p.k, kHeadDim, p.len_kv, p.heads_kv, p.batch, p.k_row_stride,
-                            p.k_head_stride, p.k_batch_stride, Traits::kBlockN);
+                            p.k_head_stride, p.k_batch_stride, T::kKRows);
     if (err == cudaSuccess)
       err = encode_attn_tma(&m->v, kElem, p.v, kHeadDimV, p.len_kv, p.heads_kv, p.batch, p.v_row_stride,
-                            p.v_head_stride, p.v_batch_stride, Traits::kVKeys);
+                            p.v_head_stride, p.v_batch_stride, T::kVKeys);
     return err;
   }
 
   // cudaErrorNotSupported: this call is the fallback's (TMA cannot take the tensors, or too many items).
-  static cudaError_t run_ws(const FwdParams& p, cudaStream_t stream) {
-    if (p.num_stages != 0) return cudaErrorNotSupported;
+  template <typename T>
+  static cudaError_t run_with(const FwdParams& p, cudaStream_t stream) {
+    static bool opted_in[64] = {};
     const int64_t items =
-        static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * Traits::kGroups * p.heads_q * p.batch;
+        static_cast<int64_t>((p.len_q + T::kBlockM - 1) / T::kBlockM) * T::kGroups * p.heads_q * p.batch;
     if (items > INT32_MAX) return cudaErrorNotSupported;
     alignas(64) attn::FfpaTmaMaps maps;
-    if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
-    if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
-    const auto fn = kernel();
-    const cudaError_t err = opt_in_smem(fn, Traits::kSmemBytes, opted_in);
+    if (encode_maps<T>(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
+    if (T::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
+    const attn::FfpaKernelWs fn = attn::ffpa_fwd_ws_kernel<T>;
+    const cudaError_t err = opt_in_smem(fn, T::kSmemBytes, opted_in);
     if (err != cudaSuccess) return err;
-    fn<<<static_cast<unsigned>(items), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
-    return cudaGetLastError();
+    if constexpr (!T::kPair) {
+      fn<<<static_cast<unsigned>(items), T::kThreads, T::kSmemBytes, stream>>>(p, maps);
+      return cudaGetLastError();
+    } else {  // items is even: a query block's two groups are a cluster's blocks 2 i, 2 i + 1
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<unsigned>(items));
+      cfg.blockDim = dim3(T::kThreads);
+      cfg.dynamicSmemBytes = T::kSmemBytes;
+      cfg.stream = stream;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = 2;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      return cudaLaunchKernelEx(&cfg, fn, p, maps);
+    }
+  }
+
+  static cudaError_t run_ws(const FwdParams& p, cudaStream_t stream) {
+    if (p.num_stages != 0) return cudaErrorNotSupported;
+    return run_with<Traits>(p, stream);
   }
 };
 

@@ -19,10 +19,10 @@ for _ in range(3):
 torch.cuda.synchronize()
 PY
 read -r B H N <<< "${NCU_SHAPE:-1 32 4096}"
-SECTIONS="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SchedulerStats"
+SECTIONS="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section SchedulerStats --section SourceCounters --section Occupancy --section LaunchStats"
 METRICS="--metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__sass_inst_executed_op_shared_st.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
 for D in $(echo "${PROBE_DIMS:-512,1024}" | tr ',' ' '); do
   ncu --kernel-name regex:'ffpa_fwd_ws' --launch-skip 2 --launch-count 1 $SECTIONS $METRICS python3 /tmp/ncu_ffpa.py $B $H $N $D > "$OUT/ncu_ffpa_d$D.txt" 2>&1
   echo "== D=$D"
-  grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|DRAM Throughput|Issue Slots Busy|Warp Cycles Per Issued|No Eligible|gmma_cycles|wavefronts_mem_shared|shared_st|bank_conflicts|Shared Memory|Stall" "$OUT/ncu_ffpa_d$D.txt" | head -40
+  grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|DRAM Throughput|Issue Slots Busy|Warp Cycles Per Issued|No Eligible|gmma_cycles|wavefronts_mem_shared|shared_st|bank_conflicts|Shared Memory|Stall" "$OUT/ncu_ffpa_d$D.txt" | head -60
 done

@@ -83,6 +83,7 @@ struct DecodeWsProblem {
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kVKeys = Traits::kVKeys;
   static constexpr int kColsS = Traits::kColsS;
+  static constexpr bool kPairOk = false;  // a block per column group (no cluster pair)
   static constexpr int kNS = kColsS / 8;
   static constexpr int kVChunks = Traits::kGroupCols / 64;  // TMA boxes of one V stage (per page)
   static constexpr uint32_t kBarZeroV = 4;                  // named barriers 4, 5: one consumer's V zeroing

@@ -7,7 +7,9 @@
 //
 // This file is the prefill Problem: one block per work item, 64 query rows and one Dv column group
 // of one (batch, head), the key tiles they see (causal cut, block-map skip), items numbered last
-// query block first (the longest causal rows start first).
+// query block first (the longest causal rows start first). Above Dv = 512 the two column groups of
+// a query block are the two blocks of a cluster pair (Traits::kPair), which split each tile's keys
+// for S between them (the pipeline's picture).
 //
 // TMA zero-fills rows past L and S (finite, so masked columns of P V stay 0); scores past S and
 // above the causal limit are masked per element in boundary tiles, attn_mask in the block map's
@@ -50,6 +52,7 @@ struct FfpaPrefill {
   static constexpr int kColsS = Traits::kColsS;
   static constexpr int kNS = kColsS / 8;
   static constexpr int kVChunks = Traits::kGroupCols / 64;  // TMA boxes of one V stage
+  static constexpr bool kPairOk = true;  // the launcher runs a pair's blocks as a cluster
 
   struct Item {
     int m_block, group, head, head_kv, batch, m0, n_end;
@@ -59,9 +62,16 @@ struct FfpaPrefill {
   static __device__ __forceinline__ Item item(const FwdParams& p, int t) {
     const int m_blocks = (p.len_q + kBlockM - 1) / kBlockM;
     Item w;
+    int groups = Traits::kGroups;  // blocks numbered query block fastest, then group
+    if constexpr (Traits::kPair) {  // a cluster's blocks 2 i, 2 i + 1: both groups of query block i
+      w.group = t % 2;
+      t /= 2;
+      groups = 1;
+    } else {
+      w.group = Traits::kGroups == 1 ? 0 : (t / m_blocks) % Traits::kGroups;
+    }
     w.m_block = m_blocks - 1 - t % m_blocks;
-    w.group = Traits::kGroups == 1 ? 0 : (t / m_blocks) % Traits::kGroups;
-    const int bh = t / m_blocks / Traits::kGroups;
+    const int bh = t / m_blocks / groups;
     w.head = bh % p.heads_q;
     w.batch = bh / p.heads_q;
     w.head_kv = w.head / (p.heads_q / p.heads_kv);
@@ -108,7 +118,9 @@ struct FfpaPrefill {
   static __device__ __forceinline__ void load_qk(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
                                                  uint32_t stage, uint32_t bar, int d, int j) {
     ptx::tma_load_4d(stage, &maps.q, bar, 64 * d, w.m0, w.head, w.batch);
-    ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, 64 * d, j * kBlockN, w.head_kv, w.batch);
+    // A pair's block loads the keys of its half of the tile (group = its cluster rank).
+    const int key0 = j * kBlockN + (Traits::kPair ? w.group * Traits::kKRows : 0);
+    ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, 64 * d, key0, w.head_kv, w.batch);
   }
 
   static __device__ __forceinline__ void load_v(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
@@ -144,11 +156,12 @@ struct FfpaPrefill {
     }
   }
 
-  // Consumer c's scores of tile j: the per-element path where the tile needs it (a partial block of
-  // the map, the sequence end, a negative scale, the causal limit); says whether it took it.
-  static __device__ __forceinline__ bool mask(float (&s)[kNS][4], const FwdParams& p, const Item& w, int j, int c,
+  // The scores of key slot `slot` of tile j (keys [slot kColsS, ..) of it): the per-element path
+  // where the tile needs it (a partial block of the map, the sequence end, a negative scale, the
+  // causal limit); says whether it took it.
+  static __device__ __forceinline__ bool mask(float (&s)[kNS][4], const FwdParams& p, const Item& w, int j, int slot,
                                               int row0, int g, int t4) {
-    const int n0 = j * kBlockN + c * kColsS;
+    const int n0 = j * kBlockN + slot * kColsS;
     const uint8_t code = w.codes != nullptr ? tile_code(p, w, j) : static_cast<uint8_t>(kBlockFull);
     const bool per_elem = code == kBlockPartial || n0 + kColsS > p.len_kv || p.scale_log2 < 0.f ||
                           (p.is_causal && n0 + kColsS - 1 > w.m0 + p.causal_offset);

@@ -1,5 +1,5 @@
 // The warp-specialised wgmma + TMA pipeline of the FFPA-shaped Hopper kernels (sm_90a): 64 query
-// rows against 128-key tiles, the head dim E in 64-wide Q@K^T slices (shared memory does not grow
+// rows against 128-key tiles (256 for a cluster pair, below), the head dim E in 64-wide Q@K^T slices (shared memory does not grow
 // with E), O for up to 512 Dv columns in registers. Two kernels run on it, which differ only in what
 // a block works on and where its tiles come from (the Problem):
 //   - FFPA level 1 prefill (kernels/ffpa_fwd_sm90_ws.cuh): one (batch, head, 64 query rows);
@@ -28,6 +28,21 @@
 //     S_{j+1} is issued before P V_j and its softmax runs under P V_j's first stages (P
 //     double-buffered; the producer loads V one tile behind K to match).
 //
+//   A pair (Traits::kPair, Dv > 640 in prefill): the item's two column groups run on the two blocks
+//   of a cluster, which compute S once between them on 256-key tiles: block r loads and multiplies
+//   keys [128 r, 128 r + 128) of each (consumer c: 64 of them, key slot 2 r + c of the tile's four)
+//   and V of all 256 for its group. The exchanges go to both blocks through distributed shared
+//   memory, each completing on an mbarrier of both (16 consumer warps arrive on each) instead of a
+//   named barrier:
+//       row maxima -> both blocks' stats[slot] -> arrive max (both) -> wait own max -> max of the 4
+//       P_j slot   -> both blocks' P columns -> fence.proxy.async -> arrive p (both); wait own p
+//                     before P V_j (after S_{j+1}'s issue, so the exchange runs under it)
+//       P V_{j-1} done -> arrive free (both); wait own free before writing P_j (P: one buffer)
+//       row sums (epilogue) -> both blocks' stats[slot] -> arrive sum (both) -> wait own sum
+//     Every consumer writes tile j + 1's maxima only after its wait on p of tile j, which needs all
+//     16 warps' arrivals, each made after that warp read tile j's maxima: one stats buffer serves
+//     (and the row sums reuse it after the last wait on p).
+//
 // Who waits on what (mbarriers; ring_qk kQKStages deep, ring_v kVStages deep):
 //   producer:  empty_qk[s] -> TMA Q, K slices -> full_qk[s]     empty_v[s] -> TMA V stage -> full_v[s]
 //   consumers: full_qk[s] -> S += Q K (wgmma) -> its wait -> arrive empty_qk[s]   (both consumers)
@@ -43,8 +58,10 @@
 //   first_tile(p, w), next_tile(p, w, j)   the key tiles it walks, in order (below n_end)
 //   load_qk(p, maps, w, stage, bar, d, j)  producer: Q and K slice d of tile j, kQKStageBytes in all
 //   load_v(p, maps, w, stage, bar, j, v)   producer: V stage v of tile j, kVStageBytes in all
-//   mask(s, p, w, j, c, row0, g, t4)       consumer c's scores of tile j: masks and scales them (base
-//                                     2) where the tile needs it and says whether it did
+//   mask(s, p, w, j, slot, row0, g, t4)    the scores of key slot `slot` of tile j (keys slot kColsS ..):
+//                                     masks and scales them (base 2) where the tile needs it and says
+//                                     whether it did
+//   kPairOk                           whether the launcher runs a pair's blocks as a cluster
 //   prepare_v(p, w, j, v, stage, col)      before P V reads a V stage (consumer's columns from col)
 //   store(p, w, c, col0, row0, g, t4, o, row_max, l)   the finished rows (l: their full row sums)
 #pragma once
@@ -55,6 +72,7 @@
 
 #include "ffpa/attn/softmax.cuh"
 #include "ffpa/attn/state.cuh"
+#include "ffpa/ptx/cluster.cuh"
 #include "ffpa/ptx/cp_async.cuh"  // smem_u32addr
 #include "ffpa/ptx/math.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
@@ -101,6 +119,11 @@ struct FfpaWsPipeline {
   // Named barriers of the consumer pair (0 is __syncthreads).
   static constexpr uint32_t kBarMax = 1, kBarP = 2, kBarSum = 3;
   static_assert(Traits::kConsumers == 2, "a pair of consumers splits the key and Dv columns");
+  static constexpr bool kPair = Traits::kPair;
+  static constexpr int kSlots = kPair ? 4 : 2;             // consumers sharing a tile's S (its key slots)
+  static constexpr uint32_t kXWarps = 4 * kSlots;          // arrivals on a pair's exchange barrier
+  static_assert(Problem::kPairOk || !kPair, "this Problem runs a block per column group, not a cluster pair");
+  static_assert(kPair || Traits::kPBuffers == 2, "one P buffer needs the pair's free barrier");
 
   // A barrier of the consumer pair: where the two run different code (an uneven column split), the
   // unaligned form (see ptx/warpgroup.cuh).
@@ -113,9 +136,10 @@ struct FfpaWsPipeline {
 
   struct Smem {
     uint32_t qk, v, p;  // ring_qk's stages, ring_v's stages, P's two buffers (shared addresses)
-    float* stats;       // [2 (max, sum)][kConsumers][kBlockM]
+    float* stats;       // [slot][kBlockM]: maxima, then row sums (a pair: 4 slots; else max 0..1, sum 2..3)
     RingQK ring_qk;
     RingV ring_v;
+    uint32_t xbar;      // a pair's exchange barriers: max, p, sum, free (shared::cta addresses)
   };
 
   static __device__ __forceinline__ Smem layout(char* smem_raw) {
@@ -124,10 +148,11 @@ struct FfpaWsPipeline {
     s.qk = (raw + 1023u) & ~1023u;
     s.v = s.qk + Traits::kQKStages * Traits::kQKStageBytes;
     s.p = s.v + Traits::kVRingBytes;
-    const uint32_t stats = s.p + 2 * PTile::kBytes;  // P is double-buffered
+    const uint32_t stats = s.p + Traits::kPBuffers * PTile::kBytes;
     s.stats = reinterpret_cast<float*>(smem_raw + (stats - raw));
     s.ring_qk = RingQK{stats + Traits::kStatBytes};
     s.ring_v = RingV{s.ring_qk.bars + RingQK::kBarrierBytes};
+    s.xbar = s.ring_v.bars + RingV::kBarrierBytes;
     return s;
   }
 
@@ -237,44 +262,105 @@ struct FfpaWsPipeline {
       for (int v = kStagesV - kPreV; v < kStagesV; ++v) sm.ring_v.consumer_release(typename RingV::State{held[v], 0});
   }
 
-  // Online softmax of S_j on consumer c: masks where the tile needs it (Problem::mask), exchanges row
-  // maxima with the other consumer (barrier 1), updates the row max and this consumer's partial row
+  // Online softmax of S_j on consumer c (key slot `slot`): masks where the tile needs it
+  // (Problem::mask), exchanges row maxima with the consumers sharing the tile (exchange_stats), updates the row max and this consumer's partial row
   // sum, leaves P = exp2(S - m) in s and returns alpha in `alpha`, the factor O is rescaled by.
-  static __device__ __forceinline__ void softmax(const Params& p, const Smem& sm, const Item& w, int j, int c, int r0,
-                                                 int row0, int g, int t4, float (&s)[kNS][4], float (&row_max)[2],
-                                                 float (&row_sum)[2], float (&alpha)[2]) {
-    const bool per_elem = Problem::mask(s, p, w, j, c, row0, g, t4);
+  static __device__ __forceinline__ void softmax(const Params& p, const Smem& sm, const Item& w, int j, int slot,
+                                                 int r0, int row0, int g, int t4, uint32_t xphase, float (&s)[kNS][4],
+                                                 float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
+    const bool per_elem = Problem::mask(s, p, w, j, slot, row0, g, t4);
     const float sf = per_elem ? 1.f : p.scale_log2;
     float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
-    float* max_mine = sm.stats + c * kBlockM;
-    const float* max_other = sm.stats + (1 - c) * kBlockM;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
       tile_max[r] *= sf;
-      if (t4 == 0) max_mine[r0 + 8 * r] = tile_max[r];
     }
-    pair_sync(kBarMax, kPairThreads);
+    exchange_stats(sm, 0, slot, r0, t4, xphase, tile_max);
     float neg_m[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
-      alpha[r] = online_update(row_max[r], row_sum[r], fmaxf(tile_max[r], max_other[r0 + 8 * r]), neg_m[r]);
+    for (int r = 0; r < 2; ++r) {
+      float m = tile_max[r];
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k)
+        if (k != slot) m = fmaxf(m, sm.stats[k * kBlockM + r0 + 8 * r]);
+      alpha[r] = online_update(row_max[r], row_sum[r], m, neg_m[r]);
+    }
     exp2_strip_add_sums(s, sf, neg_m, row_sum);
+  }
+
+  // Publish this consumer's per-row values x (rows r0, r0 + 8; lanes t4 == 0 hold them) in stats
+  // slot `base + slot` to every consumer sharing the tile and wait for theirs: the pair barrier
+  // `bar` of one block, or a pair's exchange barrier `xb` (0 max, 2 sum) of both blocks.
+  static __device__ __forceinline__ void exchange_stats(const Smem& sm, int xb, int slot, int r0, int t4,
+                                                        uint32_t xphase, const float (&x)[2]) {
+    const int base = kPair ? 0 : (xb == 0 ? 0 : 2);
+    if constexpr (kPair) {
+      if (t4 == 0) {
+        const uint32_t at = ptx::smem_u32addr(sm.stats + (base + slot) * kBlockM + r0);
+#pragma unroll
+        for (uint32_t b = 0; b < 2; ++b) {
+          const uint32_t dst = ptx::map_shared_rank(at, b);
+          ptx::st_shared_cluster_f32(dst, x[0]);
+          ptx::st_shared_cluster_f32(dst + 8 * 4, x[1]);
+        }
+      }
+      arrive_both(sm.xbar + 8 * xb);
+      ptx::mbarrier_wait_parity_cluster(sm.xbar + 8 * xb, xphase);
+    } else {
+      if (t4 == 0) {
+        sm.stats[(base + slot) * kBlockM + r0] = x[0];
+        sm.stats[(base + slot) * kBlockM + r0 + 8] = x[1];
+      }
+      pair_sync(xb == 0 ? kBarMax : kBarSum, kPairThreads);
+    }
+  }
+
+  // A pair: this warp's arrival on exchange barrier `bar` of both blocks, after its lanes' stores.
+  static __device__ __forceinline__ void arrive_both(uint32_t bar) {
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) {
+      ptx::mbarrier_arrive_cluster(ptx::map_shared_rank(bar, 0));
+      ptx::mbarrier_arrive_cluster(ptx::map_shared_rank(bar, 1));
+    }
   }
 
   // P in b16 into consumer c's columns of a P buffer (swizzled: a warp's 8 rows x 4 lanes hit 32
   // banks), published to the async proxy and to the other consumer (barrier 2).
-  static __device__ __forceinline__ void write_p(const float (&s)[kNS][4], uint32_t p_tile, int c, int r0, int t4) {
+  // A pair: into both blocks' P buffers (distributed shared memory), published on barrier p of both
+  // (wait_p waits for the other consumers' halves).
+  static __device__ __forceinline__ void write_p(const Smem& sm, const float (&s)[kNS][4], uint32_t p_tile, int slot,
+                                                 int r0, int t4) {
+    if constexpr (kPair) {
+      const uint32_t peer = ptx::map_shared_rank(p_tile, ptx::cluster_ctarank() ^ 1u) - p_tile;
 #pragma unroll
-    for (int n = 0; n < kNS; ++n)
+      for (int n = 0; n < kNS; ++n)
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, c * kColsS + 8 * n + 2 * t4);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(Num::pack2(s[n][2 * r], s[n][2 * r + 1])));
-      }
-    ptx::fence_proxy_async_shared();
-    pair_sync(kBarP, kPairThreads);
+        for (int r = 0; r < 2; ++r) {
+          const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, slot * kColsS + 8 * n + 2 * t4);
+          const uint32_t x = Num::pack2(s[n][2 * r], s[n][2 * r + 1]);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x));
+          ptx::st_shared_cluster_b32(addr + peer, x);
+        }
+      ptx::fence_proxy_async_shared_cluster();
+      arrive_both(sm.xbar + 8);  // waited for in wait_p, before P V of this tile: S of the next runs meanwhile
+    } else {
+#pragma unroll
+      for (int n = 0; n < kNS; ++n)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, slot * kColsS + 8 * n + 2 * t4);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(Num::pack2(s[n][2 * r], s[n][2 * r + 1])));
+        }
+      ptx::fence_proxy_async_shared();
+      pair_sync(kBarP, kPairThreads);
+    }
+  }
+
+  // A pair: the tile's P complete in this block (all four slots), before P V reads it.
+  static __device__ __forceinline__ void wait_p(const Smem& sm, uint32_t parity) {
+    if constexpr (kPair) ptx::mbarrier_wait_parity_cluster(sm.xbar + 8, parity);
   }
 
   template <int kNO>
@@ -295,6 +381,10 @@ struct FfpaWsPipeline {
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int r0 = 16 * warp + g;  // this thread's first row in the block (and r0 + 8)
     const int row0 = w.m0 + 16 * warp;
+    // This consumer's key slot of each tile (a pair's block r computes slots 2 r, 2 r + 1) and the
+    // parity of the exchange barriers' current phase (flips per tile).
+    const int slot = kPair ? 2 * static_cast<int>(ptx::cluster_ctarank()) + c : c;
+    uint32_t xphase = 0, fphase = 0;
     float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 #pragma unroll
     for (int n = 0; n < kNO; ++n)
@@ -312,45 +402,62 @@ struct FfpaWsPipeline {
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(s);
       release_qk(sm, sq, lane);
-      softmax(p, sm, w, j, c, r0, row0, g, t4, s, row_max, row_sum, alpha);  // O is 0: alpha unused
-      write_p(s, p_tile, c, r0, t4);
+      softmax(p, sm, w, j, slot, r0, row0, g, t4, xphase, s, row_max, row_sum, alpha);  // O is 0: alpha unused
+      write_p(sm, s, p_tile, slot, r0, t4);
+      xphase ^= 1u;
       for (int jn = Problem::next_tile(p, w, j); jn < w.n_end; j = jn, jn = Problem::next_tile(p, w, j)) {
         issue_qk(s, sm, sq, c, lane);  // S_jn's wgmmas first; its softmax runs under P V_j's first stages
+        wait_p(sm, xphase ^ 1u);       // (a pair: P_j's exchange ran under S_jn's issue)
 #pragma unroll
         for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, p, w, sm, sv, p_tile, j, v, col);
         ptx::wgmma_wait_group<kPreV>();
         ptx::wgmma_fence_operand(s);
         release_qk(sm, sq, lane);
-        softmax(p, sm, w, jn, c, r0, row0, g, t4, s, row_max, row_sum, alpha);
+        softmax(p, sm, w, jn, slot, r0, row0, g, t4, xphase, s, row_max, row_sum, alpha);
         finish_pv<kCols>(o, p, w, sm, sv, held, p_tile, j, col, lane);
-        p_tile = p_tile == sm.p ? sm.p + PTile::kBytes : sm.p;  // its last reader, P V_{j-1}, is done (both)
+        if constexpr (Traits::kPBuffers == 2) {
+          p_tile = p_tile == sm.p ? sm.p + PTile::kBytes : sm.p;  // its last reader, P V_{j-1}, is done (all)
+        } else {  // one buffer (a pair): P V_j done in every consumer of both blocks before P_jn lands
+          arrive_both(sm.xbar + 24);
+        }
         rescale(o, alpha);
-        write_p(s, p_tile, c, r0, t4);
+        if constexpr (Traits::kPBuffers == 1) {
+          ptx::mbarrier_wait_parity_cluster(sm.xbar + 24, fphase);
+          fphase ^= 1u;
+        }
+        write_p(sm, s, p_tile, slot, r0, t4);
+        xphase ^= 1u;
       }
+      wait_p(sm, xphase ^ 1u);
 #pragma unroll
       for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, p, w, sm, sv, p_tile, j, v, col);
       finish_pv<kCols>(o, p, w, sm, sv, held, p_tile, j, col, lane);
     }
-    store<kCols>(p, w, sm, c, col, r0, row0, g, t4, o, row_max, row_sum);
+    store<kCols>(p, w, sm, c, slot, col, r0, row0, g, t4, o, row_max, row_sum);
   }
 
-  // Epilogue: the pair adds its partial row sums (barrier 3); the Problem stores the rows.
+  // Epilogue: the consumers sharing the tiles add their partial row sums (barrier 3, or a pair's
+  // sum exchange: the last access to the peer's shared memory); the Problem stores the rows.
   template <int kCols>
-  static __device__ __forceinline__ void store(const Params& p, const Item& w, const Smem& sm, int c, int col0,
-                                               int r0, int row0, int g, int t4, const float (&o)[kCols / 8][4],
-                                               const float (&row_max)[2], float (&row_sum)[2]) {
-    float* sum_mine = sm.stats + (2 + c) * kBlockM;
-    const float* sum_other = sm.stats + (3 - c) * kBlockM;
+  static __device__ __forceinline__ void store(const Params& p, const Item& w, const Smem& sm, int c, int slot,
+                                               int col0, int r0, int row0, int g, int t4,
+                                               const float (&o)[kCols / 8][4], const float (&row_max)[2],
+                                               float (&row_sum)[2]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-      if (t4 == 0) sum_mine[r0 + 8 * r] = row_sum[r];
     }
-    pair_sync(kBarSum, kPairThreads);
+    exchange_stats(sm, 2, slot, r0, t4, 0u, row_sum);
+    const int base = kPair ? 0 : 2;
     float l[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) l[r] = row_sum[r] + sum_other[r0 + 8 * r];
+    for (int r = 0; r < 2; ++r) {
+      l[r] = row_sum[r];
+#pragma unroll
+      for (int k = 0; k < kSlots; ++k)
+        if (k != slot) l[r] += sm.stats[(base + k) * kBlockM + r0 + 8 * r];
+    }
     Problem::template store<kCols>(p, w, c, col0, row0, g, t4, o, row_max, l);
   }
 
@@ -360,8 +467,13 @@ struct FfpaWsPipeline {
     if (threadIdx.x == 0) {
       sm.ring_qk.init(kConsumerWarps);
       sm.ring_v.init(kConsumerWarps);
+      if constexpr (kPair)
+        for (int b = 0; b < 4; ++b) ptx::mbarrier_init(sm.xbar + 8 * b, kXWarps);
     }
-    __syncthreads();
+    if constexpr (kPair)
+      ptx::cluster_sync();  // both blocks' barriers initialised before any arrival crosses
+    else
+      __syncthreads();
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
       ptx::setmaxnreg_dec<Traits::kProducerRegs>();

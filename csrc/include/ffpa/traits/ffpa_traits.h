@@ -212,21 +212,30 @@ struct FfpaTraits {
 // each accumulates O for its share of the group's columns in registers (kCols0 / kCols1: whole
 // 64-column chunks, at most 256, half a register per column) from V stages of kVKeys keys.
 // Dv up to 512 is one group; above, two groups of 64 * ceil(Dv / 128) columns (the last one padded
-// with zero columns where that does not divide Dv), one block each, both computing S (Q K^T twice:
-// the price of O in registers; L3's fp32 workspace is the alternative).
-template <typename Element_, int kHeadDim_, int kHeadDimV_>
+// with zero columns where that does not divide Dv), one block each. Without kPair_ both blocks compute
+// the whole S (Q K^T twice: the price of O in registers). With kPair_ (prefill above Dv = 640: the
+// launcher says why) the two blocks are a cluster pair on 256-key tiles: block r computes S for keys
+// [128 r, 128 r + 128) of each (consumer c 64 of them, as alone), the four consumers exchange row
+// maxima and P (64 x 256, one buffer) through distributed shared memory, and each block multiplies
+// P by V for its own group. Per 256 keys a block then moves Q once, 128 keys of K and 256 of V
+// instead of Q twice and 256 keys of each.
+template <typename Element_, int kHeadDim_, int kHeadDimV_, bool kPair_ = false>
 struct FfpaWsTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDimV_;
   static constexpr int kBlockM = 64;
-  static constexpr int kBlockN = 128;
   static constexpr int kConsumers = 2;
   static constexpr int kSliceD = 64;                       // head-dim slice of one Q@K^T stage
-  static constexpr int kVKeys = 32;                        // keys of one V stage
-  static constexpr int kColsS = kBlockN / kConsumers;      // S columns per consumer
   static constexpr int kGroupCols = kHeadDimV <= 512 ? kHeadDimV : 64 * ((kHeadDimV + 127) / 128);
   static constexpr int kGroups = (kHeadDimV + kGroupCols - 1) / kGroupCols;
+  static constexpr bool kPair = kPair_ && kGroups == 2;    // the two groups' blocks share S (a cluster)
+  static constexpr int kPairSize = kPair ? 2 : 1;
+  static constexpr int kVKeys = 32;                        // keys of one V stage
+  static constexpr int kKRows = 128;                       // keys of a tile whose S this block computes
+  static constexpr int kBlockN = kKRows * kPairSize;       // keys of a tile
+  static constexpr int kColsS = kKRows / kConsumers;       // S columns per consumer
+  static constexpr int kPBuffers = kPair ? 1 : 2;          // P double-buffered, a pair's (twice as wide) not
   static constexpr bool kPadded = kGroups * kGroupCols != kHeadDimV;  // the last group's columns pass Dv
   static constexpr int kCols0 = 64 * ((kGroupCols + 127) / 128);    // O columns of consumer 0
   static constexpr int kCols1 = kGroupCols - kCols0;                // O columns of consumer 1
@@ -235,20 +244,23 @@ struct FfpaWsTraits {
   static constexpr int kThreads = 128 * (kConsumers + 1);
 
   using QSlice = GmmaSw128Tile<kBlockM, kSliceD>;
-  using KSlice = GmmaSw128Tile<kBlockN, kSliceD>;
+  using KSlice = GmmaSw128Tile<kKRows, kSliceD>;
   using VStage = GmmaSw128Tile<kVKeys, kGroupCols>;
   using PTile = GmmaSw128Tile<kBlockM, kBlockN>;
   static constexpr int kQKStageBytes = QSlice::kBytes + KSlice::kBytes;
   static constexpr int kVStageBytes = VStage::kBytes;
-  static constexpr int kStatBytes = 2 * kConsumers * kBlockM * 4;  // row maxima and row sums per consumer
-  // Shared memory is the same at every head dim: two P buffers, 4 Q@K^T stages (24 KB) and a fixed
-  // 96 KB for the V ring, which holds 3 stages of a 512-column group and 4 of a group up to 384 columns.
+  // Row maxima and row sums per consumer; a pair's four consumers' maxima, then (the last exchange)
+  // their row sums in the same slots.
+  static constexpr int kStatBytes = 4 * kBlockM * 4;
+  // Shared memory is the same at every head dim: 32 KB of P (two buffers, a pair's one), 4 Q@K^T
+  // stages of 24 KB and a fixed 96 KB for the V ring, which holds 3 stages of a 512-column group and
+  // 4 of a group up to 384 columns.
   static constexpr int kQKStages = 4;
   static constexpr int kVRingBytes = 3 * kVKeys * 512 * 2;
   static constexpr int kVStages = kVRingBytes / kVStageBytes >= 4 ? 4 : kVRingBytes / kVStageBytes;
-  static constexpr int kBarrierBytes = 2 * 8 * (kQKStages + 4);
+  static constexpr int kBarrierBytes = 256;  // both rings' barriers and a pair's four exchange barriers
   static constexpr int kSmemBytes =
-      1024 + 2 * PTile::kBytes + kStatBytes + kQKStages * kQKStageBytes + kVRingBytes + kBarrierBytes;
+      1024 + kPBuffers * PTile::kBytes + kStatBytes + kQKStages * kQKStageBytes + kVRingBytes + kBarrierBytes;
   static constexpr int kMaxSmem = 227 * 1024;
 
   // Registers after setmaxnreg: the producer keeps 24, the consumers 240 (O: kCols0 / 2 of them).
@@ -259,6 +271,10 @@ struct FfpaWsTraits {
   static_assert(kCols0 <= 256 && kCols1 > 0 && kCols1 <= kCols0, "whole chunks per consumer, one wgmma (N <= 256) each");
   static_assert(kGroups <= 2, "Dv up to 1024: at most two groups");
   static_assert(kSmemBytes <= kMaxSmem && kVStages >= 2, "the stages fit shared memory");
+  static_assert(kQKStages * kQKStageBytes == 96 * 1024, "the Q@K^T stages take the same bytes at every head dim");
+  static_assert(2 * 8 * (kQKStages + kVStages) + 4 * 8 <= kBarrierBytes, "the barriers fit their bytes");
+  static_assert(kPBuffers * PTile::kBytes == 32 * 1024, "P takes the same bytes at every head dim");
+  static_assert(kColsS % 16 == 0, "S columns per consumer: whole k-steps of P V");
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
 };
 

@@ -1,0 +1,93 @@
+// ffpa::ptx thread-block-cluster wrappers (sm_90): the blocks of a cluster run at once on SMs of one
+// GPC and may read and write each other's shared memory (distributed shared memory) and arrive on
+// each other's mbarriers. A shared::cta address (this block's) becomes a shared::cluster address of
+// block `rank` by mapa; stores and arrivals through that address reach the peer. The only place that
+// spells these.
+//
+//   block r                                             block 1 - r
+//   st.shared::cluster [peer's buffer], x
+//   fence.proxy.async.shared::cluster (if wgmma reads it)
+//   mbarrier.arrive.release.cluster [peer's bar] --->   mbarrier.try_wait.parity.acquire.cluster [bar]
+//                                                       reads the buffer (ld.shared or wgmma)
+#pragma once
+#include <cstdint>
+
+namespace ffpa::ptx {
+
+// This block's rank in its cluster (0 .. cluster size - 1).
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+#else
+  return 0;
+#endif
+}
+
+// The shared::cluster address of the same offset as shared::cta address `addr` in block `rank`.
+__device__ __forceinline__ uint32_t map_shared_rank(uint32_t addr, uint32_t rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+#else
+  return addr;
+#endif
+}
+
+// Store 32 bits at shared::cluster address `addr` (any block of the cluster, this one included).
+__device__ __forceinline__ void st_shared_cluster_b32(uint32_t addr, uint32_t x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.b32 [%0], %1;\n" ::"r"(addr), "r"(x) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void st_shared_cluster_f32(uint32_t addr, float x) {
+  st_shared_cluster_b32(addr, __float_as_uint(x));
+}
+
+// Stores to shared memory of the cluster (generic proxy) made visible to the async proxy (wgmma
+// reading them by descriptor), in whichever block they landed.
+__device__ __forceinline__ void fence_proxy_async_shared_cluster() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cluster;\n" ::: "memory");
+#endif
+}
+
+// One arrival on the mbarrier at shared::cluster address `bar` (this block's or a peer's), releasing
+// this thread's earlier writes (and those ordered before them) at cluster scope.
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+
+// Block until the phase of parity `parity` of this block's mbarrier `bar` (shared::cta address) has
+// completed, acquiring at cluster scope what the arrivals released (a peer's stores included).
+__device__ __forceinline__ void mbarrier_wait_parity_cluster(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (done == 0);
+#endif
+}
+
+// Every thread of every block of the cluster (all must execute it, none exited): the blocks' earlier
+// writes (barrier initialisation included) are visible cluster-wide after it.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+}  // namespace ffpa::ptx
