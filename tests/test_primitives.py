@@ -7,7 +7,8 @@
   and every part empty;
 * tests/primitives/hopper_device.cu, on a compute capability 9.0 GPU: TMA tile loads (tensor maps
   from launch/tma_desc.h, strided and rank-4 tensors, zero fill past the ends, the 128-byte swizzle
-  against GmmaSw128Tile), mbarrier phases, stmatrix, named barriers, setmaxnreg, the stage ring;
+  against GmmaSw128Tile), mbarrier phases, stmatrix, named barriers, setmaxnreg, the stage ring,
+  clusters (stores into a peer block's shared memory, cluster-scope mbarrier arrivals and waits);
 * tests/primitives/hopper_attention.cu, on the same GPU: those pieces as attention (a TMA producer
   warpgroup, two wgmma consumer warpgroups, the online softmax) against a double reference.
 Skipped without nvcc, a failure instead where the extension is expected (whoever builds it has nvcc)."""

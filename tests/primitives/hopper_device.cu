@@ -12,7 +12,11 @@
 //  * tma_ok / encode_tma refuse what TMA cannot take (misaligned base or stride, wide swizzled rows);
 //  * the stage ring (tile/stage_ring.cuh) at depths 1..4: a producer warpgroup (registers given back)
 //    streams 37 tiles by TMA to two consumer warpgroups (registers raised) that checksum every tile,
-//    so a stage read before it landed or after it was refilled shows up in the sums.
+//    so a stage read before it landed or after it was refilled shows up in the sums;
+//  * clusters (ptx/cluster.cuh): in two clusters of two blocks, each block's threads store into the
+//    peer's shared memory (mapa + st.shared::cluster) round after round, every warp arrives on both
+//    blocks' mbarrier (release.cluster) and each block waits on its own (acquire.cluster, parity per
+//    round) before reading what the peer stored; the ranks the blocks read.
 // Prints one line per failed check and "N checks, M failed"; exits 1 on any failure.
 #include <cuda_bf16.h>
 
@@ -20,6 +24,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ffpa/ptx/cluster.cuh"
 #include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
@@ -327,6 +332,68 @@ void test_named_barriers() {
   cudaFree(out);
 }
 
+// ---- clusters: two blocks of a cluster hand values to each other through distributed shared memory ----
+constexpr int kClusterRounds = 5, kClusterThreads = 256;
+
+__global__ void __launch_bounds__(kClusterThreads, 1) cluster_kernel(int* out, int* ranks) {
+  __shared__ int buf[kClusterRounds][kClusterThreads];
+  __shared__ __align__(8) uint64_t bar;
+  const uint32_t rank = ffpa::ptx::cluster_ctarank(), peer = rank ^ 1u;
+  const uint32_t bar_addr = ffpa::ptx::smem_u32addr(&bar);
+  if (threadIdx.x == 0) {
+    ffpa::ptx::mbarrier_init(bar_addr, 2 * kClusterThreads / 32);  // every warp of both blocks
+    ffpa::ptx::fence_barrier_init();
+  }
+  ffpa::ptx::cluster_sync();
+  for (int r = 0; r < kClusterRounds; ++r) {
+    const uint32_t slot = ffpa::ptx::smem_u32addr(&buf[r][threadIdx.x]);
+    ffpa::ptx::st_shared_cluster_b32(ffpa::ptx::map_shared_rank(slot, peer),
+                                     static_cast<uint32_t>(1000 * r + 10 * threadIdx.x + rank));
+    ffpa::ptx::fence_proxy_async_shared_cluster();  // harmless here; the kernels' P path uses it
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) {
+      ffpa::ptx::mbarrier_arrive_cluster(ffpa::ptx::map_shared_rank(bar_addr, 0));
+      ffpa::ptx::mbarrier_arrive_cluster(ffpa::ptx::map_shared_rank(bar_addr, 1));
+    }
+    ffpa::ptx::mbarrier_wait_parity_cluster(bar_addr, r & 1);
+    // Read a neighbour's slot (written by the peer's thread threadIdx.x ^ 1, another warp's lane).
+    out[(blockIdx.x * kClusterRounds + r) * kClusterThreads + threadIdx.x] = buf[r][threadIdx.x ^ 1];
+  }
+  if (threadIdx.x == 0) ranks[blockIdx.x] = static_cast<int>(rank);
+}
+
+void test_cluster() {
+  constexpr int kBlocks = 4;
+  int *out = nullptr, *ranks = nullptr;
+  CUDA_OK(cudaMalloc(&out, kBlocks * kClusterRounds * kClusterThreads * 4));
+  CUDA_OK(cudaMalloc(&ranks, kBlocks * 4));
+  CUDA_OK(cudaMemset(out, 0xff, kBlocks * kClusterRounds * kClusterThreads * 4));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(kBlocks);
+  cfg.blockDim = dim3(kClusterThreads);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  CUDA_OK(cudaLaunchKernelEx(&cfg, cluster_kernel, out, ranks));
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<int> got(kBlocks * kClusterRounds * kClusterThreads), got_ranks(kBlocks);
+  CUDA_OK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(got_ranks.data(), ranks, kBlocks * 4, cudaMemcpyDeviceToHost));
+  for (int b = 0; b < kBlocks; ++b) {
+    check(got_ranks[b] == b % 2, "cluster rank of a block of a 2-block cluster", b, got_ranks[b]);
+    for (int r = 0; r < kClusterRounds; ++r)
+      for (int t = 0; t < kClusterThreads; ++t)
+        check(got[(b * kClusterRounds + r) * kClusterThreads + t] == 1000 * r + 10 * (t ^ 1) + ((b % 2) ^ 1),
+              "a value the peer block stored into this block's shared memory, round by round", b, r, t);
+  }
+  cudaFree(out);
+  cudaFree(ranks);
+}
+
 void test_refusals() {
   alignas(64) CUtensorMap map;
   static __align__(16) uint16_t dummy[64];
@@ -361,6 +428,7 @@ int main() {
   test_stmatrix();
   test_named_barriers();
   test_refusals();
+  test_cluster();
   test_stage_ring<1>();
   test_stage_ring<2>();
   test_stage_ring<3>();
