@@ -10,6 +10,7 @@
 
 #include "ffpa/kernels/ffpa_fwd_sm90_ws.cuh"
 #include "ffpa/traits/ffpa_traits.h"
+#include "launch/cluster_launch.h"
 #include "launch/fwd_launcher.h"
 #include "launch/grid.cuh"
 #include "launch/heuristics.h"
@@ -66,19 +67,8 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
       fn<<<static_cast<unsigned>(items), T::kThreads, T::kSmemBytes, stream>>>(p, maps);
       return cudaGetLastError();
     } else {  // items is even: a query block's two groups are a cluster's blocks 2 i, 2 i + 1
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<unsigned>(items));
-      cfg.blockDim = dim3(T::kThreads);
-      cfg.dynamicSmemBytes = T::kSmemBytes;
-      cfg.stream = stream;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = 2;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      return cudaLaunchKernelEx(&cfg, fn, p, maps);
+      return launch_clusters(fn, 2, dim3(static_cast<unsigned>(items)), dim3(T::kThreads), T::kSmemBytes, stream, p,
+                             maps);
     }
   }
 

@@ -32,6 +32,7 @@
 #include "ffpa/ptx/warpgroup.cuh"
 #include "ffpa/tile/smem_tile.cuh"
 #include "ffpa/tile/stage_ring.cuh"
+#include "launch/cluster_launch.h"
 #include "launch/tma_desc.h"
 #include "device_harness.h"
 
@@ -355,7 +356,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1) cluster_kernel(int* out, i
       ffpa::ptx::mbarrier_arrive_cluster(ffpa::ptx::map_shared_rank(bar_addr, 0));
       ffpa::ptx::mbarrier_arrive_cluster(ffpa::ptx::map_shared_rank(bar_addr, 1));
     }
-    ffpa::ptx::mbarrier_wait_parity_cluster(bar_addr, r & 1);
+    ffpa::ptx::mbarrier_wait_parity<true>(bar_addr, r & 1);
     // Read a neighbour's slot (written by the peer's thread threadIdx.x ^ 1, another warp's lane).
     out[(blockIdx.x * kClusterRounds + r) * kClusterThreads + threadIdx.x] = buf[r][threadIdx.x ^ 1];
   }
@@ -368,17 +369,8 @@ void test_cluster() {
   CUDA_OK(cudaMalloc(&out, kBlocks * kClusterRounds * kClusterThreads * 4));
   CUDA_OK(cudaMalloc(&ranks, kBlocks * 4));
   CUDA_OK(cudaMemset(out, 0xff, kBlocks * kClusterRounds * kClusterThreads * 4));
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(kBlocks);
-  cfg.blockDim = dim3(kClusterThreads);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  CUDA_OK(cudaLaunchKernelEx(&cfg, cluster_kernel, out, ranks));
+  CUDA_OK(ffpa::launch::launch_clusters(cluster_kernel, 2, dim3(kBlocks), dim3(kClusterThreads), 0, nullptr, out,
+                                        ranks));
   CUDA_OK(cudaDeviceSynchronize());
   std::vector<int> got(kBlocks * kClusterRounds * kClusterThreads), got_ranks(kBlocks);
   CUDA_OK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));

@@ -307,7 +307,7 @@ struct FfpaWsPipeline {
         }
       }
       arrive_both(sm.xbar + 8 * xb);
-      ptx::mbarrier_wait_parity_cluster(sm.xbar + 8 * xb, xphase);
+      ptx::mbarrier_wait_parity<true>(sm.xbar + 8 * xb, xphase);
     } else {
       if (t4 == 0) {
         sm.stats[(base + slot) * kBlockM + r0] = x[0];
@@ -360,7 +360,7 @@ struct FfpaWsPipeline {
 
   // A pair: the tile's P complete in this block (all four slots), before P V reads it.
   static __device__ __forceinline__ void wait_p(const Smem& sm, uint32_t parity) {
-    if constexpr (kPair) ptx::mbarrier_wait_parity_cluster(sm.xbar + 8, parity);
+    if constexpr (kPair) ptx::mbarrier_wait_parity<true>(sm.xbar + 8, parity);
   }
 
   template <int kNO>
@@ -422,7 +422,7 @@ struct FfpaWsPipeline {
         }
         rescale(o, alpha);
         if constexpr (Traits::kPBuffers == 1) {
-          ptx::mbarrier_wait_parity_cluster(sm.xbar + 24, fphase);
+          ptx::mbarrier_wait_parity<true>(sm.xbar + 24, fphase);
           fphase ^= 1u;
         }
         write_p(sm, s, p_tile, slot, r0, t4);

@@ -2,7 +2,8 @@
 // GPC and may read and write each other's shared memory (distributed shared memory) and arrive on
 // each other's mbarriers. A shared::cta address (this block's) becomes a shared::cluster address of
 // block `rank` by mapa; stores and arrivals through that address reach the peer. The only place that
-// spells these.
+// spells these (the cluster-scope mbarrier arrival and wait live with the other mbarrier wrappers,
+// ptx/mbarrier.cuh).
 //
 //   block r                                             block 1 - r
 //   st.shared::cluster [peer's buffer], x
@@ -11,6 +12,8 @@
 //                                                       reads the buffer (ld.shared or wgmma)
 #pragma once
 #include <cstdint>
+
+#include "ffpa/ptx/mbarrier.cuh"  // mbarrier_arrive_cluster, mbarrier_wait_parity<true>
 
 namespace ffpa::ptx {
 
@@ -52,33 +55,6 @@ __device__ __forceinline__ void st_shared_cluster_f32(uint32_t addr, float x) {
 __device__ __forceinline__ void fence_proxy_async_shared_cluster() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("fence.proxy.async.shared::cluster;\n" ::: "memory");
-#endif
-}
-
-// One arrival on the mbarrier at shared::cluster address `bar` (this block's or a peer's), releasing
-// this thread's earlier writes (and those ordered before them) at cluster scope.
-__device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
-#endif
-}
-
-// Block until the phase of parity `parity` of this block's mbarrier `bar` (shared::cta address) has
-// completed, acquiring at cluster scope what the arrivals released (a peer's stores included).
-__device__ __forceinline__ void mbarrier_wait_parity_cluster(uint32_t bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint32_t done;
-  do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (done == 0);
 #endif
 }
 

@@ -42,29 +42,38 @@ __device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
 #endif
 }
 
+// One arrival on the mbarrier at shared::cluster address `bar` (this block's or a peer block's of
+// the cluster: ptx/cluster.cuh maps addresses), releasing this thread's earlier writes (and those
+// ordered before them) at cluster scope.
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+
 // Whether the phase of parity `parity` has completed (one poll; the hardware may suspend the
-// thread for a while before answering false).
+// thread for a while before answering false). kCluster: acquire at cluster scope what the arrivals
+// released (a peer block's stores into this block's shared memory included), else at the block's.
+template <bool kCluster = false>
 __device__ __forceinline__ bool mbarrier_try_wait_parity(uint32_t bar, uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t done;
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
+  if constexpr (kCluster)
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  else
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
   return done != 0;
 #else
   return true;
 #endif
 }
 
-// Block until the phase of parity `parity` has completed.
+// Block until the phase of parity `parity` has completed (kCluster as above).
+template <bool kCluster = false>
 __device__ __forceinline__ void mbarrier_wait_parity(uint32_t bar, uint32_t parity) {
-  while (!mbarrier_try_wait_parity(bar, parity)) {
+  while (!mbarrier_try_wait_parity<kCluster>(bar, parity)) {
   }
 }
 
