@@ -34,47 +34,39 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   // The mask block map is built at the fallback's tile, which the TMA kernel reads by merging blocks.
   static_assert(Traits::kBlockM % SyncTraits::kBlockM == 0 && Traits::kBlockN % SyncTraits::kBlockN == 0,
                 "the fallback kernel's tile divides the TMA kernel's, so one mask block map serves both");
+  static inline bool opted_in[64] = {};
   static attn::FfpaKernelWs kernel() { return attn::ffpa_fwd_ws_kernel<Traits>; }
   static constexpr TmaElem kElem = std::is_same_v<Element, __half> ? TmaElem::kFloat16 : TmaElem::kBFloat16;
 
-  template <typename T>
   static cudaError_t encode_maps(const FwdParams& p, attn::FfpaTmaMaps* m) {
     cudaError_t err = encode_attn_tma(&m->q, kElem, p.q, kHeadDim, p.len_q, p.heads_q, p.batch, p.q_row_stride,
-                                      p.q_head_stride, p.q_batch_stride, T::kBlockM);
+                                      p.q_head_stride, p.q_batch_stride, Traits::kBlockM);
     if (err == cudaSuccess)
       err = encode_attn_tma(&m->k, kElem, p.k, kHeadDim, p.len_kv, p.heads_kv, p.batch, p.k_row_stride,
-                            p.k_head_stride, p.k_batch_stride, T::kKRows);
+                            p.k_head_stride, p.k_batch_stride, Traits::kKRows);
     if (err == cudaSuccess)
       err = encode_attn_tma(&m->v, kElem, p.v, kHeadDimV, p.len_kv, p.heads_kv, p.batch, p.v_row_stride,
-                            p.v_head_stride, p.v_batch_stride, T::kVKeys);
+                            p.v_head_stride, p.v_batch_stride, Traits::kVKeys);
     return err;
   }
 
   // cudaErrorNotSupported: this call is the fallback's (TMA cannot take the tensors, or too many items).
-  template <typename T>
-  static cudaError_t run_with(const FwdParams& p, cudaStream_t stream) {
-    static bool opted_in[64] = {};
-    const int64_t items =
-        static_cast<int64_t>((p.len_q + T::kBlockM - 1) / T::kBlockM) * T::kGroups * p.heads_q * p.batch;
-    if (items > INT32_MAX) return cudaErrorNotSupported;
-    alignas(64) attn::FfpaTmaMaps maps;
-    if (encode_maps<T>(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
-    if (T::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
-    const attn::FfpaKernelWs fn = attn::ffpa_fwd_ws_kernel<T>;
-    const cudaError_t err = opt_in_smem(fn, T::kSmemBytes, opted_in);
-    if (err != cudaSuccess) return err;
-    if constexpr (!T::kPair) {
-      fn<<<static_cast<unsigned>(items), T::kThreads, T::kSmemBytes, stream>>>(p, maps);
-      return cudaGetLastError();
-    } else {  // items is even: a query block's two groups are a cluster's blocks 2 i, 2 i + 1
-      return launch_clusters(fn, 2, dim3(static_cast<unsigned>(items)), dim3(T::kThreads), T::kSmemBytes, stream, p,
-                             maps);
-    }
-  }
-
   static cudaError_t run_ws(const FwdParams& p, cudaStream_t stream) {
     if (p.num_stages != 0) return cudaErrorNotSupported;
-    return run_with<Traits>(p, stream);
+    const int64_t items =
+        static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * Traits::kGroups * p.heads_q * p.batch;
+    if (items > INT32_MAX) return cudaErrorNotSupported;
+    alignas(64) attn::FfpaTmaMaps maps;
+    if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
+    if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
+    const auto fn = kernel();
+    const cudaError_t err = opt_in_smem(fn, Traits::kSmemBytes, opted_in);
+    if (err != cudaSuccess) return err;
+    if constexpr (Traits::kPair)  // items is even: a query block's two groups are a cluster's blocks 2 i, 2 i + 1
+      return launch_clusters(fn, 2, dim3(static_cast<unsigned>(items)), dim3(Traits::kThreads), Traits::kSmemBytes,
+                             stream, p, maps);
+    fn<<<static_cast<unsigned>(items), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
+    return cudaGetLastError();
   }
 };
 

@@ -122,6 +122,10 @@ struct FfpaWsPipeline {
   static constexpr bool kPair = Traits::kPair;
   static constexpr int kSlots = kPair ? 4 : 2;             // consumers sharing a tile's S (its key slots)
   static constexpr uint32_t kXWarps = 4 * kSlots;          // arrivals on a pair's exchange barrier
+  // A pair's exchange barriers (Smem::xbar + 8 x), and the exchanges' first stats slot: a pair's row
+  // sums reuse the maxima's slots, a lone block's have their own (2, 3).
+  static constexpr int kXMax = 0, kXP = 1, kXSum = 2, kXFree = 3;
+  static constexpr int stats_base(int x) { return kPair || x == kXMax ? 0 : 2; }
   static_assert(Problem::kPairOk || !kPair, "this Problem runs a block per column group, not a cluster pair");
   static_assert(kPair || Traits::kPBuffers == 2, "one P buffer needs the pair's free barrier");
 
@@ -277,7 +281,7 @@ struct FfpaWsPipeline {
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
       tile_max[r] *= sf;
     }
-    exchange_stats(sm, 0, slot, r0, t4, xphase, tile_max);
+    exchange_stats(sm, kXMax, slot, r0, t4, xphase, tile_max);
     float neg_m[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -291,11 +295,11 @@ struct FfpaWsPipeline {
   }
 
   // Publish this consumer's per-row values x (rows r0, r0 + 8; lanes t4 == 0 hold them) in stats
-  // slot `base + slot` to every consumer sharing the tile and wait for theirs: the pair barrier
-  // `bar` of one block, or a pair's exchange barrier `xb` (0 max, 2 sum) of both blocks.
+  // slot stats_base(xb) + slot to every consumer sharing the tile and wait for theirs: a named
+  // barrier of the block's two consumers, or a pair's exchange barrier xb (kXMax, kXSum) of both blocks.
   static __device__ __forceinline__ void exchange_stats(const Smem& sm, int xb, int slot, int r0, int t4,
                                                         uint32_t xphase, const float (&x)[2]) {
-    const int base = kPair ? 0 : (xb == 0 ? 0 : 2);
+    const int base = stats_base(xb);
     if constexpr (kPair) {
       if (t4 == 0) {
         const uint32_t at = ptx::smem_u32addr(sm.stats + (base + slot) * kBlockM + r0);
@@ -313,7 +317,7 @@ struct FfpaWsPipeline {
         sm.stats[(base + slot) * kBlockM + r0] = x[0];
         sm.stats[(base + slot) * kBlockM + r0 + 8] = x[1];
       }
-      pair_sync(xb == 0 ? kBarMax : kBarSum, kPairThreads);
+      pair_sync(xb == kXMax ? kBarMax : kBarSum, kPairThreads);
     }
   }
 
@@ -332,27 +336,20 @@ struct FfpaWsPipeline {
   // (wait_p waits for the other consumers' halves).
   static __device__ __forceinline__ void write_p(const Smem& sm, const float (&s)[kNS][4], uint32_t p_tile, int slot,
                                                  int r0, int t4) {
+    const uint32_t peer = kPair ? ptx::map_shared_rank(p_tile, ptx::cluster_ctarank() ^ 1u) - p_tile : 0u;
+#pragma unroll
+    for (int n = 0; n < kNS; ++n)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, slot * kColsS + 8 * n + 2 * t4);
+        const uint32_t x = Num::pack2(s[n][2 * r], s[n][2 * r + 1]);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x));
+        if constexpr (kPair) ptx::st_shared_cluster_b32(addr + peer, x);
+      }
     if constexpr (kPair) {
-      const uint32_t peer = ptx::map_shared_rank(p_tile, ptx::cluster_ctarank() ^ 1u) - p_tile;
-#pragma unroll
-      for (int n = 0; n < kNS; ++n)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, slot * kColsS + 8 * n + 2 * t4);
-          const uint32_t x = Num::pack2(s[n][2 * r], s[n][2 * r + 1]);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x));
-          ptx::st_shared_cluster_b32(addr + peer, x);
-        }
       ptx::fence_proxy_async_shared_cluster();
-      arrive_both(sm.xbar + 8);  // waited for in wait_p, before P V of this tile: S of the next runs meanwhile
+      arrive_both(sm.xbar + 8 * kXP);  // waited for in wait_p, before P V of this tile: S of the next runs meanwhile
     } else {
-#pragma unroll
-      for (int n = 0; n < kNS; ++n)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, slot * kColsS + 8 * n + 2 * t4);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(Num::pack2(s[n][2 * r], s[n][2 * r + 1])));
-        }
       ptx::fence_proxy_async_shared();
       pair_sync(kBarP, kPairThreads);
     }
@@ -360,7 +357,7 @@ struct FfpaWsPipeline {
 
   // A pair: the tile's P complete in this block (all four slots), before P V reads it.
   static __device__ __forceinline__ void wait_p(const Smem& sm, uint32_t parity) {
-    if constexpr (kPair) ptx::mbarrier_wait_parity<true>(sm.xbar + 8, parity);
+    if constexpr (kPair) ptx::mbarrier_wait_parity<true>(sm.xbar + 8 * kXP, parity);
   }
 
   template <int kNO>
@@ -418,11 +415,11 @@ struct FfpaWsPipeline {
         if constexpr (Traits::kPBuffers == 2) {
           p_tile = p_tile == sm.p ? sm.p + PTile::kBytes : sm.p;  // its last reader, P V_{j-1}, is done (all)
         } else {  // one buffer (a pair): P V_j done in every consumer of both blocks before P_jn lands
-          arrive_both(sm.xbar + 24);
+          arrive_both(sm.xbar + 8 * kXFree);
         }
         rescale(o, alpha);
         if constexpr (Traits::kPBuffers == 1) {
-          ptx::mbarrier_wait_parity<true>(sm.xbar + 24, fphase);
+          ptx::mbarrier_wait_parity<true>(sm.xbar + 8 * kXFree, fphase);
           fphase ^= 1u;
         }
         write_p(sm, s, p_tile, slot, r0, t4);
@@ -448,8 +445,8 @@ struct FfpaWsPipeline {
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
     }
-    exchange_stats(sm, 2, slot, r0, t4, 0u, row_sum);
-    const int base = kPair ? 0 : 2;
+    exchange_stats(sm, kXSum, slot, r0, t4, 0u, row_sum);
+    const int base = stats_base(kXSum);
     float l[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -468,7 +465,7 @@ struct FfpaWsPipeline {
       sm.ring_qk.init(kConsumerWarps);
       sm.ring_v.init(kConsumerWarps);
       if constexpr (kPair)
-        for (int b = 0; b < 4; ++b) ptx::mbarrier_init(sm.xbar + 8 * b, kXWarps);
+        for (int x = kXMax; x <= kXFree; ++x) ptx::mbarrier_init(sm.xbar + 8 * x, kXWarps);
     }
     if constexpr (kPair)
       ptx::cluster_sync();  // both blocks' barriers initialised before any arrival crosses
