@@ -301,11 +301,12 @@ HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (768, 768), (1024, 1024)]
 @pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
 @pytest.mark.parametrize("D,Dv", HOPPER_PAIRS, ids=[f"{d}-{dv}" for d, dv in HOPPER_PAIRS])
 def test_l1_hopper_tma_kernel_and_its_fallback(D, Dv):
-    """On Hopper, L1 runs the warp-specialised TMA kernel (two Dv column groups above 512) for BHLD and
-    BLHD tensors, GQA, odd lengths, a negative scale and a block-sparse mask (whose block map is at the
-    mma.sync tile, 32 x 64 .. 64 x 128, merged into 64 x 128 tiles); an explicit num_stages, or K/V
-    broadcast over the batch (stride 0: no TMA map), runs the mma.sync L1 kernel instead. Each path is
-    checked against the reference, and which kernel ran is read from the profiler."""
+    """On Hopper, L1 runs the warp-specialised TMA kernel (two Dv column groups above 512, as a cluster pair
+    sharing S above 640) for BHLD and BLHD tensors, GQA, odd lengths, a negative scale and a block-sparse
+    mask (whose block map is at the mma.sync tile, 32 x 64 .. 64 x 128, merged into 64 x 128 or 64 x 256
+    tiles); an explicit num_stages, or K/V broadcast over the batch (stride 0: no TMA map), runs the
+    mma.sync L1 kernel instead. Each path is checked against the reference, and which kernel ran (the
+    pair or not: the traits' last argument in its name) is read from the profiler."""
     dtype = next((dt for dt in (torch.bfloat16, torch.float16) if compiled(dt, D, 1, dv=Dv)), None)
     if dtype is None:
         pytest.skip(f"L1 {D}/{Dv} not compiled")
@@ -330,6 +331,9 @@ def test_l1_hopper_tma_kernel_and_its_fallback(D, Dv):
             kw2 = dict(kw, causal_align=causal) if causal != "none" else kw
             names = kernels_launched(lambda: got.update(zip(("out", "lse"), run_ffpa(q, k, v, causal != "none", **kw2))))
             assert any(kernel in n for n in names), (name, causal, names)
+            if kernel == ws:  # FfpaWsTraits<elem, D, Dv, pair>, demangled as true / (bool)1
+                pair = [n for n in names if ws in n and ("true>" in n or "(bool)1>" in n)]
+                assert bool(pair) == (Dv > 640), (name, causal, names)
             assert_close_to_reference(got["out"], q, k, v, is_causal=causal != "none", scale=kw.get("scale"),
                                       attn_mask=kw.get("attn_mask"), causal_bottom_right=causal == "bottom_right",
                                       lse=got["lse"], what=f"L1 {D}/{Dv} {name} {causal}")
