@@ -7,7 +7,7 @@
 //
 // This file is the prefill Problem: one block per work item, 64 query rows and one Dv column group
 // of one (batch, head), the key tiles they see (causal cut, block-map skip), items numbered last
-// query block first (the longest causal rows start first). Above Dv = 512 the two column groups of
+// query block first (the longest causal rows start first). Above Dv = 640 the two column groups of
 // a query block are the two blocks of a cluster pair (Traits::kPair), which split each tile's keys
 // for S between them (the pipeline's picture).
 //
