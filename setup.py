@@ -73,7 +73,7 @@ def extensions():
     generated = gen_instantiations.generate(ROOT / "csrc" / "generated", dims, dtypes, archs, VERSION,
                                             [ptx_arch(archs)], accs, families)
     sources = ["csrc/ops/module.cpp", "csrc/ops/registration.cpp", "csrc/ops/fwd.cpp", "csrc/ops/decode.cpp",
-               "csrc/ops/attn_params.cpp", "csrc/ops/tensor_checks.cpp",
+               "csrc/ops/fastpath.cpp", "csrc/ops/attn_params.cpp", "csrc/ops/tensor_checks.cpp",
                "csrc/launch/route.cpp",
                "csrc/launch/ffpa_heuristic.cpp",
                "csrc/launch/mask_block_map.cu"]

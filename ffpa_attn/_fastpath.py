@@ -4,23 +4,23 @@ without a mask or causal alignment, any key length of contiguous keys and values
 cache keeps it) skips validation and routing, which cost more host time than the kernel launch on a
 decode step.
 
-Only calls with the arguments' canonical types take it (tensors of type ``torch.Tensor``, bool
-flags as ``bool``, ...): a flag passed as ``1`` still goes through validation, which rejects it.
-Only kernel-routed calls whose mask validation left the mask as passed are remembered; fallbacks
-(and their one-time warnings) always take the full path. Per-thread bookkeeping of what the full
-path decided; the cache is bounded and cleared by :func:`clear`.
+The table and the call live in C++ (``csrc/ops/fastpath.cpp``: ``_C.fast_call`` keys the call on the
+tensors' metadata and runs the op through the dispatcher, ``_C.fast_remember`` stores a route); this
+module holds the per-thread bookkeeping of what the full path decided. Only calls with the arguments'
+canonical types are keyed (tensors of type ``torch.Tensor``, bool flags as ``bool``, ...): a flag
+passed as ``1`` still goes through validation, which rejects it. Only kernel-routed calls whose mask
+validation left the mask as passed are remembered; fallbacks (and their one-time warnings) always take
+the full path. The table is bounded and cleared by :func:`clear`. Without the extension there is no
+fast path (and no kernel to route to).
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import torch
-from torch import Tensor
 
-from ._validate import _autocast_dtype
-
-_MAX_ENTRIES = 512
+from . import _ops
 
 
 class Route(NamedTuple):
@@ -32,58 +32,22 @@ class Route(NamedTuple):
     bottom_right: bool
 
 
-_cache: dict = {}
+#: ``_C.fast_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
+#: return_lse, strict, level, acc, num_stages)``: forward's result for a remembered call, else None.
+CALL: Optional[Callable[..., Any]] = getattr(_ops._C, "fast_call", None)
+_REMEMBER: Optional[Callable[..., Any]] = getattr(_ops._C, "fast_remember", None)
 _local = threading.local()  # .route: what the last full-path call on this thread decided
 
 
 def clear() -> None:
     """Forget every remembered call (tests that swap the build or the device facts call this)."""
-    _cache.clear()
+    if _ops._C is not None and hasattr(_ops._C, "fast_clear"):
+        _ops._C.fast_clear()
 
 
-def key_of(query: Any, key: Any, value: Any, attn_mask: Any, dropout_p: Any, is_causal: Any, scale: Any,
-           enable_gqa: Any, causal_align: Any, return_lse: Any, strict: Any, level: Any, acc: Any,
-           num_stages: Any) -> Optional[tuple]:
-    """The call's metadata as a dict key, or None when the call must take the full path."""
-    if type(query) is not Tensor or type(key) is not Tensor or type(value) is not Tensor:
-        return None
-    if attn_mask is not None and type(attn_mask) is not Tensor:
-        return None
-    if (type(is_causal) is not bool or type(enable_gqa) is not bool or type(return_lse) is not bool
-            or type(strict) is not bool or type(dropout_p) is not float or type(causal_align) is not str
-            or type(acc) is not str or (scale is not None and type(scale) is not float)
-            or (level is not None and type(level) is not int) or (num_stages is not None and type(num_stages) is not int)):
-        return None
-    if query.is_nested or key.is_nested or value.is_nested:
-        return None
-    grad = torch.is_grad_enabled()
-    needs_grad = grad and (query.requires_grad or key.requires_grad or value.requires_grad)
-    device = query.device
-    mask = None
-    if attn_mask is not None:
-        mask = (attn_mask.shape, attn_mask.stride(), attn_mask.dtype, attn_mask.device)
-        needs_grad = needs_grad or (grad and attn_mask.requires_grad)
-    kv = _kv_signature(key, value, attn_mask, is_causal)
-    return (query.shape, query.stride(), query.dtype, device, kv, key.dtype, key.device, value.dtype, value.device,
-            mask, dropout_p, is_causal, scale, enable_gqa, causal_align, return_lse, strict, level, acc, num_stages,
-            needs_grad, _autocast_dtype(device.type))
-
-
-def _kv_signature(key: Tensor, value: Tensor, attn_mask: Any, is_causal: bool) -> tuple:
-    """key's and value's part of the call key. Without a mask and without causal alignment the key
-    length S changes nothing the full path decides as long as S >= 1, key and value agree on it and
-    their layout stays contiguous (validation and routing read S only there): the signature then
-    leaves S out, so a KV cache that grows by a row per decode step (a new S, new strides) keeps the
-    fast path. Otherwise the exact shapes and strides."""
-    if (attn_mask is None and not is_causal and key.dim() >= 2 and key.dim() == value.dim()
-            and key.shape[-2] >= 1 and key.shape[-2] == value.shape[-2]
-            and key.is_contiguous() and value.is_contiguous()):
-        return ("any S", key.shape[:-2], key.shape[-1], value.shape[:-2], value.shape[-1])
-    return (key.shape, key.stride(), value.shape, value.stride())
-
-
-def lookup(call_key: tuple) -> Optional[Route]:
-    return _cache.get(call_key)
+def size() -> int:
+    """How many calls are remembered."""
+    return _ops._C.fast_size() if _ops._C is not None and hasattr(_ops._C, "fast_size") else 0
 
 
 def begin() -> None:
@@ -96,12 +60,11 @@ def decided(route: Route) -> None:
     _local.route = route
 
 
-def remember(call_key: tuple) -> None:
-    """After a full-path call: remember what it decided, if it ran our kernels."""
+def remember(args: tuple) -> None:
+    """After a full-path call with forward's arguments ``args``: remember what it decided, if it ran
+    our kernels (the C++ side keys the call, or ignores it when it takes no key)."""
     route = getattr(_local, "route", None)
     _local.route = None
-    if route is None:
+    if route is None or _REMEMBER is None:
         return
-    if len(_cache) >= _MAX_ENTRIES:
-        _cache.clear()
-    _cache[call_key] = route
+    _REMEMBER(*args, route.dtype == torch.float16, tuple(route.out_shape), route.decode, route.bottom_right)

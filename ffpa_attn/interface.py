@@ -323,20 +323,20 @@ def forward(
     Returns:
         ``out`` of shape ``(..., Hq, L, Ev)``, or ``(out, lse)`` with ``return_lse=True``.
     """
+    if torch.compiler.is_compiling():
+        return keep_error_classes(_forward, (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                                             causal_align, return_lse, strict, level, acc, num_stages),
+                                  query, return_lse)
+    if _fastpath.CALL is not None:  # validated and routed before: straight to the kernel (C++)
+        out = _fastpath.CALL(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
+                             return_lse, strict, level, acc, num_stages)
+        if out is not None:
+            return out
     args = (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
             return_lse, strict, level, acc, num_stages)
-    if torch.compiler.is_compiling():
-        return keep_error_classes(_forward, args, query, return_lse)
-    call_key = _fastpath.key_of(*args)
-    if call_key is not None:
-        route = _fastpath.lookup(call_key)
-        if route is not None:  # validated and routed before: straight to the kernel
-            return _run_kernel(query, key, value, attn_mask, scale, is_causal, route.bottom_right, level, acc,
-                               num_stages, route.dtype, route.out_shape, return_lse, route.decode)
-        _fastpath.begin()
+    _fastpath.begin()
     out = keep_error_classes(_forward, args, query, return_lse)
-    if call_key is not None:
-        _fastpath.remember(call_key)
+    _fastpath.remember(args)
     return out
 
 

@@ -126,6 +126,17 @@ def _mock_ffpa_fwd(
 _mock_ffpa_fwd.register_fake(_ops._ffpa_fwd_fake)
 
 
+def impl_on_cpu(name, fn):
+    """forward()'s fast path (csrc/ops/fastpath.cpp) calls the real op ``ffpa_attn::<name>`` through the
+    dispatcher: ``fn`` becomes its CPU kernel so that calls on CPU tensors reach the mock there too.
+    Returns the registration to ``_destroy()`` after the test (None without the extension: no fast path)."""
+    if _ops._C is None:
+        return None
+    lib = torch.library.Library("ffpa_attn", "IMPL")
+    lib.impl(name, fn, "CPU")
+    return lib
+
+
 @pytest.fixture
 def mock_kernel(monkeypatch):
     """Pretend CPU is a supported device and the extension is built for fp16/bf16 and the
@@ -145,8 +156,11 @@ def mock_kernel(monkeypatch):
     monkeypatch.setattr(_ops, "_ACCS", dict(MOCK_ACCS))
     monkeypatch.setattr(_ops, "_REGISTRY", MOCK_REGISTRY)
     monkeypatch.setattr(_routing, "_environment_reason", lambda device: None)
+    lib = impl_on_cpu("ffpa_fwd", lambda *args: torch.ops.ffpa_attn_test.ffpa_fwd(*args))
     MOCK_CALLS.clear()
     torch._dynamo.reset()
     yield MOCK_CALLS
     MOCK_CALLS.clear()
     torch._dynamo.reset()
+    if lib is not None:
+        lib._destroy()

@@ -14,7 +14,7 @@ import torch
 import ffpa_attn
 from _cpu_helpers import TOL, ref_attention, rn
 from ffpa_attn import _decode_ops, _ops
-from _mock_kernel import mock_kernel  # noqa: F401  (the forward op's mock, a fixture)
+from _mock_kernel import impl_on_cpu, mock_kernel  # noqa: F401  (mock_kernel: the forward op's mock, a fixture)
 
 DECODE_PAIRS = frozenset({(16, 16), (32, 32)})
 
@@ -35,10 +35,16 @@ def mock_decode(mock_kernel, monkeypatch):  # noqa: F811
                                  causal_bottom_right=True)
         return out.to(q.dtype).transpose(1, 2), lse.float()
 
+    def on_cpu(q, k_cache, v_cache, cache_seqlens, block_table, attn_mask, scale, causal, num_splits):
+        return fake_call(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, num_splits, attn_mask)
+
     monkeypatch.setattr(_decode_ops, "call", fake_call)
     monkeypatch.setattr(_decode_ops, "_OP", object())  # "the extension registers the decode op"
     monkeypatch.setattr(_ops, "_PAIRS", dict(_ops._PAIRS, decode=DECODE_PAIRS))
-    return calls
+    lib = impl_on_cpu("ffpa_decode", on_cpu)  # forward's C++ fast path calls the op itself
+    yield calls
+    if lib is not None:
+        lib._destroy()
 
 
 def _qkv(gen, B, H, Hkv, L, S, D, dtype=torch.bfloat16):

@@ -106,7 +106,7 @@ def test_threads_keep_their_own_decisions(mock_kernel, gen):  # noqa: F811
     for t in threads:
         t.join()
     assert not errors
-    assert sorted(r.out_shape for r in _fastpath._cache.values()) == [(2, 4, 5, 16), (2, 4, 9, 16)]
+    assert _fastpath.size() == 2
 
 
 def test_remembered_decode_route(mock_decode, validations, gen):  # noqa: F811
@@ -141,3 +141,76 @@ def test_a_growing_kv_cache_keeps_the_fast_path(mock_kernel, mock_decode, valida
     with pytest.raises(RuntimeError):
         ffpa_attn.forward(q, k, v[:, :, :3].contiguous(), enable_gqa=True)  # lengths disagree: validated, rejected
     assert len(validations) == 5
+
+
+def _twice(fn):
+    """fn() on the full path, then on the fast path (the C++ table remembered it): both results."""
+    return fn(), fn()
+
+
+def test_fast_path_views_casts_and_lse_like_the_full_path(mock_kernel, validations, gen):  # noqa: F811
+    """What the C++ fast path redoes (csrc/ops/fastpath.cpp): 3-D and 2-D inputs viewed as 4-D and the
+    result reshaped back, autocast's casts, an expanded mask narrowed to its broadcast dims, lse on
+    request. Each pair of calls validates once and gives the same result as the full path."""
+    bf16 = torch.bfloat16
+    q, k, v = (rn(gen, *s, dtype=bf16) for s in ((4, 9, 16), (4, 11, 16), (4, 11, 16)))
+    (o1, l1), (o2, l2) = _twice(lambda: ffpa_attn.forward(q, k, v, return_lse=True))
+    assert o2.shape == (4, 9, 16) and l2.shape == (4, 9)
+    torch.testing.assert_close(o2, o1, rtol=0, atol=0)
+    torch.testing.assert_close(l2, l1, rtol=0, atol=0)
+    a, b = _twice(lambda: ffpa_attn.forward(q[0], k[0], v[0], scale=0.25))
+    assert b.shape == (9, 16)
+    torch.testing.assert_close(b, a, rtol=0, atol=0)
+    assert len(validations) == 2 and len(mock_kernel) == 4
+
+    x, y, z = (t.float().unsqueeze(0) for t in (q, k, v))
+    with torch.autocast("cpu", dtype=bf16):
+        a, b = _twice(lambda: ffpa_attn.forward(x, y, z))
+    assert b.dtype == bf16 and mock_kernel[-1]["dtype"] == bf16
+    torch.testing.assert_close(b, a, rtol=0, atol=0)
+    assert len(validations) == 3
+
+    mask = (torch.rand(1, 1, 9, 11, generator=gen) > 0.3).expand(1, 4, 9, 11)  # heads expanded: stride 0
+    a, b = _twice(lambda: ffpa_attn.forward(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), attn_mask=mask))
+    assert len(validations) == 4
+    assert mock_kernel[-1]["mask"]["shape"] == mock_kernel[-2]["mask"]["shape"] == (1, 1, 9, 11)
+    torch.testing.assert_close(b, a, rtol=0, atol=0)
+    want, _ = ref_attention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), attn_mask=mask)
+    torch.testing.assert_close(b.double(), want, **TOL[bf16])
+
+
+def test_fast_path_realigns_like_the_full_path(mock_kernel, validations, gen):  # noqa: F811
+    """A remembered call whose tensors come back misaligned (same metadata, a storage offset that breaks
+    the 16-byte pointer alignment) is copied before the op, as on the full path; the mock asserts
+    alignment."""
+    bf16 = torch.bfloat16
+    base = rn(gen, 2 * 4 * 9 * 16 + 8, dtype=bf16)
+    q_ok = base[:2 * 4 * 9 * 16].view(2, 4, 9, 16)
+    q_off = base[4:4 + 2 * 4 * 9 * 16].view(2, 4, 9, 16)  # 8 bytes off
+    k, v = rn(gen, 2, 2, 11, 16, dtype=bf16), rn(gen, 2, 2, 11, 16, dtype=bf16)
+    ffpa_attn.forward(q_ok, k, v, enable_gqa=True)
+    out = ffpa_attn.forward(q_off, k, v, enable_gqa=True)
+    assert len(validations) == 1 and len(mock_kernel) == 2
+    assert mock_kernel[-1]["q_ptr"] != q_off.data_ptr()  # a copy
+    want, _ = ref_attention(q_off, k, v, enable_gqa=True)
+    torch.testing.assert_close(out.double(), want, **TOL[bf16])
+
+
+def test_dispatch_modes_see_the_op(mock_kernel, gen):  # noqa: F811
+    """The fast path calls the op through the dispatcher: a dispatch mode sees ffpa_attn.ffpa_fwd."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    q, k, v = _qkv(gen)
+    ffpa_attn.forward(q, k, v, enable_gqa=True)
+    with Seen() as seen:
+        ffpa_attn.forward(q, k, v, enable_gqa=True)
+    assert any("ffpa_attn.ffpa_fwd" in op for op in seen.ops), seen.ops

@@ -12,6 +12,7 @@
 #include "launch/ffpa_fwd.h"
 #include "launch/ffpa_heuristic.h"
 #include "launch/heuristics.h"
+#include "ops/fastpath.h"
 
 namespace py = pybind11;
 
@@ -204,4 +205,5 @@ PYBIND11_MODULE(_C, m) {
         "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
         "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)");
   m.def("get_fa2_mma", &get_fa2_mma, "The FA-2 tensor-core path set by set_fa2_mma");
+  if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();
 }

@@ -39,11 +39,11 @@ def per_token():
 print("plain SDPA ms/token, prefill ms:", [per_token() for _ in range(2)])
 with ffpa_attn.sdpa_patched():
     print("patched:", [per_token() for _ in range(2)])
-real_key = _fastpath.key_of
-_fastpath.key_of = lambda *a: None
+real_call = _fastpath.CALL
+_fastpath.CALL = None
 with ffpa_attn.sdpa_patched():
     print("patched, no fast path:", [per_token() for _ in range(2)])
-_fastpath.key_of = real_key
+_fastpath.CALL = real_call
 
 seen = collections.Counter()
 

@@ -25,6 +25,14 @@ def per_call(fn):
 
 print(f"sdpa {per_call(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)):.1f} us/call")
 print(f"ffpa forward {per_call(lambda: ffpa_attn.forward(q, k, v, enable_gqa=True)):.1f} us/call")
+from ffpa_attn import _fastpath  # noqa: E402
+fast, _fastpath.CALL = _fastpath.CALL, None
+print(f"ffpa forward without the C++ fast path {per_call(lambda: ffpa_attn.forward(q, k, v, enable_gqa=True)):.1f} us/call")
+_fastpath.CALL = fast
+print(f"sdpa again {per_call(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)):.1f} us/call")
+print(f"ffpa forward again {per_call(lambda: ffpa_attn.forward(q, k, v, enable_gqa=True)):.1f} us/call")
+from ffpa_attn import _ops  # noqa: E402
+print(f"_C.route {per_call(lambda: _ops._C.route('decode', 'bf16', 128, 128, 0, 0, 1, 1088, 128)):.2f} us/call")
 qd, kd, vd = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 print(f"ffpa decode {per_call(lambda: ffpa_attn.decode(qd, kd, vd)):.1f} us/call")
 lens = torch.full((4,), 1088, dtype=torch.int32, device="cuda")
