@@ -295,7 +295,7 @@ def test_auto_level_runs_the_heuristic_choice():
 
 HOPPER_L1 = bool(HAS_GPU and torch.cuda.get_device_capability() == (9, 0) and "90a" in _INFO.get("archs", [])
                  and any(e["family"] == "ffpa_l1" and e["arch"] == "90a" for e in _INFO.get("registry", [])))
-HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (768, 768), (1024, 1024)]
+HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (576, 576), (640, 640), (768, 768), (1024, 1024)]
 
 
 @pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
@@ -343,8 +343,8 @@ def test_l1_hopper_tma_kernel_and_its_fallback(D, Dv):
 def test_l1_hopper_kernel_shared_memory_is_the_same_at_every_head_dim():
     """The Hopper L1 kernel's launch (auto depth) at every compiled pair: the wgmma kernel with a producer
     warpgroup, 64 x 128 tiles (64 x 256 for a cluster pair above Dv = 640), 64-wide E slices and one
-    shared-memory size from D = 320 to 1024 (E streams in slices; the V ring is a fixed budget); groups
-    of at most 512 Dv columns."""
+    shared-memory size from D = 320 to 1024 (E streams in slices; the rings are a fixed budget); one
+    group of Dv columns up to 640, two above."""
     import ffpa_attn._C as C
 
     dt = "bfloat16" if "bfloat16" in _INFO.get("dtypes", []) else "float16"
@@ -353,8 +353,11 @@ def test_l1_hopper_kernel_shared_memory_is_the_same_at_every_head_dim():
     for p, i in infos.items():
         assert i["mma"] == "wgmma" and i["producer_warps"] == 4 and i["threads"] == 384, (p, i)
         assert (i["block_m"], i["block_n"], i["chunk_d"]) == (64, 256 if p[1] > 640 else 128, 64), (p, i)
-        assert i["group_d"] <= 512 and -(-p[1] // i["group_d"]) <= 2, (p, i)
-        assert i["local_bytes"] == 0, (p, i)
+        assert i["group_d"] == (p[1] if p[1] <= 640 else 64 * -(-p[1] // 128)), (p, i)  # one group up to 640
+        # Spill-free, except the 320-column consumer shares of Dv = 576 / 640 (160 accumulator registers
+        # of 240): ptxas keeps two loop values (8 bytes) in local memory there, in a form that ran 3-4%
+        # faster than the spill-free one with a deeper V ring (docs/hopper_ffpa.md, session 15).
+        assert i["local_bytes"] <= (8 if p[1] in (576, 640) else 0), (p, i)
     assert len({i["smem_bytes"] for i in infos.values()}) == 1, {p: i["smem_bytes"] for p, i in infos.items()}
 
 

@@ -1,4 +1,4 @@
-// FFPA level 1 on Hopper (sm_90a), warp-specialised: large head dims (O in registers, up to 512 Dv
+// FFPA level 1 on Hopper (sm_90a), warp-specialised: large head dims (O in registers, up to 640 Dv
 // columns per block, wider Dv as two column groups; E sliced, so shared memory does not grow with
 // E) on the warpgroup MMA with TMA loads, the pipeline of kernels/ffpa_ws_pipeline.cuh (its picture
 // of who waits on what). The launcher (launch/ffpa_fwd_ws_launch.cuh) runs it on compute capability

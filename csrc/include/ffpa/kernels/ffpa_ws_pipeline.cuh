@@ -129,10 +129,14 @@ struct FfpaWsPipeline {
   static_assert(Problem::kPairOk || !kPair, "this Problem runs a block per column group, not a cluster pair");
   static_assert(kPair || Traits::kPBuffers == 2, "one P buffer needs the pair's free barrier");
 
-  // A barrier of the consumer pair: where the two run different code (an uneven column split), the
-  // unaligned form (see ptx/warpgroup.cuh).
+  // Whether both consumers run one copy of the consumer code (an even column split); 320-column
+  // shares (Dv = 640) take a copy each, whose column offsets are constants (with one copy, ptxas
+  // spilled 64 bytes there; with two, it keeps 8 bytes of loop values in local memory).
+  static constexpr bool kOneCopy = Traits::kCols0 == Traits::kCols1 && Traits::kCols0 <= 256;
+  // A barrier of the consumer pair: where the two run different code (an uneven column split, or a
+  // copy each), the unaligned form (see ptx/warpgroup.cuh).
   static __device__ __forceinline__ void pair_sync(uint32_t id, uint32_t threads) {
-    if constexpr (Traits::kCols0 == Traits::kCols1)
+    if constexpr (kOneCopy)
       ptx::named_barrier_sync(id, threads);
     else
       ptx::named_barrier_sync_unaligned(id, threads);
@@ -235,12 +239,20 @@ struct FfpaWsPipeline {
     const uint32_t stage = sm.v + st.stage * Traits::kVStageBytes;
     Problem::template prepare_v<kCols>(p, w, j, v, stage, col);
     const uint32_t vs = stage + VStage::chunk(col / 64);
+    // N of one wgmma is at most 256: wider shares (320 columns) take a second one for the rest.
+    constexpr int kN0 = kCols > 256 ? 256 : kCols, kN1 = kCols - kN0;
     ptx::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < Traits::kVKeys / 16; ++kk)
-      ptx::WgmmaM64<kCols, Element>::ss_tb(o, k_major(p_tile + PTile::k_major_kstep(v * Traits::kVKeys / 16 + kk)),
-                                           ptx::gmma_desc_sw128(vs + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024),
-                                           1);
+    for (int kk = 0; kk < Traits::kVKeys / 16; ++kk) {
+      const uint64_t a = k_major(p_tile + PTile::k_major_kstep(v * Traits::kVKeys / 16 + kk));
+      ptx::WgmmaM64<kN0, Element>::ss_tb(*reinterpret_cast<float(*)[kN0 / 8][4]>(&o[0]), a,
+                                         ptx::gmma_desc_sw128(vs + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024),
+                                         1);
+      if constexpr (kN1 > 0)
+        ptx::WgmmaM64<kN1, Element>::ss_tb(
+            *reinterpret_cast<float(*)[kN1 / 8][4]>(&o[kN0 / 8]), a,
+            ptx::gmma_desc_sw128(vs + VStage::chunk(kN0 / 64) + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024), 1);
+    }
     ptx::wgmma_commit_group();
     const int s = st.stage;
     st.advance();
@@ -478,7 +490,7 @@ struct FfpaWsPipeline {
       return;
     }
     ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
-    if constexpr (Traits::kCols0 == Traits::kCols1)  // one copy of the consumer code
+    if constexpr (kOneCopy)  // one copy of the consumer code
       consume<Traits::kCols0>(p, sm, w, wg - 1, (wg - 1) * Traits::kCols0);
     else if (wg == 1)
       consume<Traits::kCols0>(p, sm, w, 0, 0);

@@ -210,10 +210,12 @@ struct FfpaTraits {
 // [64 c, 64 c + 64) over E in 64-wide slices (a Q slice and a K slice per stage, so shared memory
 // does not grow with E); the two exchange row maxima through shared memory, write P (b16) to it, and
 // each accumulates O for its share of the group's columns in registers (kCols0 / kCols1: whole
-// 64-column chunks, at most 256, half a register per column) from V stages of kVKeys keys.
-// Dv up to 512 is one group; above, two groups of 64 * ceil(Dv / 128) columns (the last one padded
-// with zero columns where that does not divide Dv), one block each. Without kPair_ both blocks compute
-// the whole S (Q K^T twice: the price of O in registers). With kPair_ (prefill above Dv = 640: the
+// 64-column chunks, at most 320 -- one wgmma of N = 256 and one of 64 per k-step above 256 -- half a
+// register per column) from V stages of kVKeys keys.
+// Dv up to 640 is one group (576 / 640: shares of 320 + 256 / 320 + 320, S computed once: 1.5x the
+// two groups of 320 it replaced, docs/hopper_ffpa.md); above, two groups of 64 * ceil(Dv / 128) columns
+// (the last one padded with zero columns where that does not divide Dv), one block each. Without kPair_
+// both blocks compute the whole S (Q K^T twice: the price of O in registers). With kPair_ (prefill above Dv = 640: the
 // launcher says why) the two blocks are a cluster pair on 256-key tiles: block r computes S for keys
 // [128 r, 128 r + 128) of each (consumer c 64 of them, as alone), the four consumers exchange row
 // maxima and P (64 x 256, one buffer) through distributed shared memory, and each block multiplies
@@ -227,7 +229,7 @@ struct FfpaWsTraits {
   static constexpr int kBlockM = 64;
   static constexpr int kConsumers = 2;
   static constexpr int kSliceD = 64;                       // head-dim slice of one Q@K^T stage
-  static constexpr int kGroupCols = kHeadDimV <= 512 ? kHeadDimV : 64 * ((kHeadDimV + 127) / 128);
+  static constexpr int kGroupCols = kHeadDimV <= 640 ? kHeadDimV : 64 * ((kHeadDimV + 127) / 128);
   static constexpr int kGroups = (kHeadDimV + kGroupCols - 1) / kGroupCols;
   static constexpr bool kPair = kPair_ && kGroups == 2;    // the two groups' blocks share S (a cluster)
   static constexpr int kPairSize = kPair ? 2 : 1;
@@ -253,8 +255,9 @@ struct FfpaWsTraits {
   // their row sums in the same slots.
   static constexpr int kStatBytes = 4 * kBlockM * 4;
   // Shared memory is the same at every head dim: 32 KB of P (two buffers, a pair's one), 4 Q@K^T
-  // stages of 24 KB and a fixed 96 KB for the V ring, which holds 3 stages of a 512-column group and
-  // 4 of a group up to 384 columns.
+  // stages of 24 KB and a fixed 96 KB for the V ring, which holds 2 stages of a 576- or 640-column
+  // group, 3 of a 512-column group and 4 of a group up to 384 columns. (At 576 / 640, 3 Q@K^T stages
+  // and 3 V stages of 120 KB ran 3-4% slower: docs/hopper_ffpa.md, session 15.)
   static constexpr int kQKStages = 4;
   static constexpr int kVRingBytes = 3 * kVKeys * 512 * 2;
   static constexpr int kVStages = kVRingBytes / kVStageBytes >= 4 ? 4 : kVRingBytes / kVStageBytes;
@@ -268,7 +271,8 @@ struct FfpaWsTraits {
   static constexpr int kConsumerRegs = 240;
 
   static_assert(kHeadDim % kSliceD == 0 && kHeadDimV % 64 == 0, "E and Dv: multiples of the 64-wide slice");
-  static_assert(kCols0 <= 256 && kCols1 > 0 && kCols1 <= kCols0, "whole chunks per consumer, one wgmma (N <= 256) each");
+  static_assert(kCols0 <= 320 && kCols1 > 0 && kCols1 <= kCols0,
+                "whole chunks per consumer, at most two wgmmas (N = 256 + 64) per k-step");
   static_assert(kGroups <= 2, "Dv up to 1024: at most two groups");
   static_assert(kSmemBytes <= kMaxSmem && kVStages >= 2, "the stages fit shared memory");
   static_assert(kQKStages * kQKStageBytes == 96 * 1024, "the Q@K^T stages take the same bytes at every head dim");
