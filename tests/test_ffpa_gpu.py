@@ -293,6 +293,14 @@ def test_auto_level_runs_the_heuristic_choice():
 
 # ---- L1 on Hopper: the warp-specialised TMA kernel and its fallback ------------------------------
 
+def local_bytes_allowed(info, dv):
+    """Local memory a kernel may use: none, except the Hopper L1 kernel's 320-column consumer shares
+    (Dv = 576 / 640: 160 accumulator registers of 240), where ptxas keeps two loop values (8 bytes) in
+    local memory, in a form that ran 3-4% faster than the spill-free one with a deeper V ring
+    (docs/hopper_ffpa.md, session 15)."""
+    return 8 if info.get("mma") == "wgmma" and info["family"] == "ffpa_l1" and dv in (576, 640) else 0
+
+
 HOPPER_L1 = bool(HAS_GPU and torch.cuda.get_device_capability() == (9, 0) and "90a" in _INFO.get("archs", [])
                  and any(e["family"] == "ffpa_l1" and e["arch"] == "90a" for e in _INFO.get("registry", [])))
 HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (576, 576), (640, 640), (768, 768), (1024, 1024)]
@@ -354,10 +362,7 @@ def test_l1_hopper_kernel_shared_memory_is_the_same_at_every_head_dim():
         assert i["mma"] == "wgmma" and i["producer_warps"] == 4 and i["threads"] == 384, (p, i)
         assert (i["block_m"], i["block_n"], i["chunk_d"]) == (64, 256 if p[1] > 640 else 128, 64), (p, i)
         assert i["group_d"] == (p[1] if p[1] <= 640 else 64 * -(-p[1] // 128)), (p, i)  # one group up to 640
-        # Spill-free, except the 320-column consumer shares of Dv = 576 / 640 (160 accumulator registers
-        # of 240): ptxas keeps two loop values (8 bytes) in local memory there, in a form that ran 3-4%
-        # faster than the spill-free one with a deeper V ring (docs/hopper_ffpa.md, session 15).
-        assert i["local_bytes"] <= (8 if p[1] in (576, 640) else 0), (p, i)
+        assert i["local_bytes"] <= local_bytes_allowed(i, p[1]), (p, i)
     assert len({i["smem_bytes"] for i in infos.values()}) == 1, {p: i["smem_bytes"] for p, i in infos.items()}
 
 
@@ -441,7 +446,7 @@ def test_no_register_spills(level, acc, d):
         assert info["family"] == FAMILY[level] and info["level"] == level and info["acc"] == acc
         assert info["registers"] <= 255
         checked += 1
-        if info["local_bytes"]:
+        if info["local_bytes"] > local_bytes_allowed(info, d):
             spilled.append(f"{dt} L{level} acc={acc} D={d}: {info['local_bytes']} bytes of local memory (spills)")
     if not checked:
         pytest.skip("not compiled")
