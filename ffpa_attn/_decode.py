@@ -35,7 +35,7 @@ from typing import Optional, Tuple, Union
 import torch
 from torch import Tensor
 
-from . import _decode_ops, _ops, _routing
+from . import _decode_ops, _fastpath, _ops, _routing
 from ._compile import keep_error_classes
 from ._validate import _show
 from .errors import FFPAFallbackWarning, FFPATypeError, FFPAValueError
@@ -180,6 +180,9 @@ def _decode(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, retu
         sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
         out, lse = _decode_ops.call(q, k_cache, v_cache, cache_seqlens, block_table, sc, causal,
                                     0 if num_splits is None else num_splits)
+        if _fastpath.DECODE_REMEMBER is not None and not torch.compiler.is_compiling():
+            _fastpath.DECODE_REMEMBER(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, return_lse,
+                                      num_splits, strict)
         return (out, lse) if return_lse else out
     if q.is_cuda and _ops.extension_available() and reason != "empty input":
         _notice(reason)
@@ -231,5 +234,11 @@ def decode(
     where our kernels cannot run the call. Bad arguments raise ``FFPATypeError`` / ``FFPAValueError``
     naming them, also under ``torch.compile(fullgraph=True)``.
     """
+    if _fastpath.DECODE_CALL is not None and not torch.compiler.is_compiling():
+        # A call whose metadata ran on the decode op before: validated, straight to the op (C++).
+        out = _fastpath.DECODE_CALL(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, return_lse,
+                                    num_splits, strict)
+        if out is not None:
+            return out
     args = (q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, return_lse, num_splits, strict)
     return keep_error_classes(_decode, args, q, return_lse)

@@ -1,17 +1,17 @@
-"""Eager fast path of ``ffpa_attn.forward``: a call whose metadata matches one already validated and
-routed to our kernels (same shapes, strides, dtypes, devices, flags, grad mode and autocast state;
-without a mask or causal alignment, any key length of contiguous keys and values, so a growing KV
-cache keeps it) skips validation and routing, which cost more host time than the kernel launch on a
-decode step.
+"""Eager fast paths of ``ffpa_attn.forward`` and ``ffpa_attn.decode``: a call whose metadata matches
+one already validated and routed to our kernels (same shapes, strides, dtypes, devices, flags, grad
+mode and autocast state; for forward without a mask or causal alignment, any key length of
+contiguous keys and values, so a growing KV cache keeps it) skips validation and routing, which
+cost more host time than the kernel launch on a decode step.
 
-The table and the call live in C++ (``csrc/ops/fastpath.cpp``: ``_C.fast_call`` keys the call on the
-tensors' metadata and runs the op through the dispatcher, ``_C.fast_remember`` stores a route); this
-module holds the per-thread bookkeeping of what the full path decided. Only calls with the arguments'
-canonical types are keyed (tensors of type ``torch.Tensor``, bool flags as ``bool``, ...): a flag
-passed as ``1`` still goes through validation, which rejects it. Only kernel-routed calls whose mask
-validation left the mask as passed are remembered; fallbacks (and their one-time warnings) always take
-the full path. The table is bounded and cleared by :func:`clear`. Without the extension there is no
-fast path (and no kernel to route to).
+The tables and the calls live in C++ (``csrc/ops/fastpath.cpp``: ``_C.fast_call`` keys the call on the
+tensors' metadata and runs the op through the dispatcher, ``_C.fast_remember`` stores a route; the
+``decode_`` twins for ``decode``); this module holds the per-thread bookkeeping of what forward's full
+path decided. Only calls with the arguments' canonical types are keyed (tensors of type
+``torch.Tensor``, bool flags as ``bool``, ...): a flag passed as ``1`` still goes through validation,
+which rejects it. Only kernel-routed calls whose mask validation left the mask as passed are
+remembered; fallbacks (and their one-time warnings) always take the full path. The tables are bounded
+and cleared by :func:`clear`. Without the extension there is no fast path (and no kernel to route to).
 """
 from __future__ import annotations
 
@@ -36,6 +36,12 @@ class Route(NamedTuple):
 #: return_lse, strict, level, acc, num_stages)``: forward's result for a remembered call, else None.
 CALL: Optional[Callable[..., Any]] = getattr(_ops._C, "fast_call", None)
 _REMEMBER: Optional[Callable[..., Any]] = getattr(_ops._C, "fast_remember", None)
+#: ``decode()``'s twins (ffpa_attn/_decode.py): ``_C.decode_fast_call(q, k_cache, v_cache, cache_seqlens,
+#: block_table, causal, scale, return_lse, num_splits, strict)``: the result for a call whose metadata ran
+#: on the decode op before (not with FFPA_DEBUG_CHECKS set), else None; ``DECODE_REMEMBER`` (same
+#: arguments) after the Python path ran one there.
+DECODE_CALL: Optional[Callable[..., Any]] = getattr(_ops._C, "decode_fast_call", None)
+DECODE_REMEMBER: Optional[Callable[..., Any]] = getattr(_ops._C, "decode_fast_remember", None)
 _local = threading.local()  # .route: what the last full-path call on this thread decided
 
 

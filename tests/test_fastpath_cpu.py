@@ -214,3 +214,41 @@ def test_dispatch_modes_see_the_op(mock_kernel, gen):  # noqa: F811
     with Seen() as seen:
         ffpa_attn.forward(q, k, v, enable_gqa=True)
     assert any("ffpa_attn.ffpa_fwd" in op for op in seen.ops), seen.ops
+
+
+def test_decode_repeated_call_skips_validation(mock_decode, monkeypatch, gen):  # noqa: F811
+    """ffpa_attn.decode's fast path (csrc/ops/fastpath.cpp): a call whose metadata ran on the decode op
+    before goes straight to it (one validation for three calls, each result right); other flags, a
+    flag of another type, an int scale and FFPA_DEBUG_CHECKS take the Python path."""
+    from ffpa_attn import _decode
+
+    seen = []
+    real = _decode._validate
+
+    def counting(*args):
+        seen.append(args[0].shape)
+        return real(*args)
+
+    monkeypatch.setattr(_decode, "_validate", counting)
+    bf16 = torch.bfloat16
+    q = rn(gen, 2, 1, 8, 16, dtype=bf16)
+    k, v = rn(gen, 2, 40, 2, 16, dtype=bf16), rn(gen, 2, 40, 2, 16, dtype=bf16)
+    outs = [ffpa_attn.decode(q, k, v, scale=0.3, return_lse=True) for _ in range(3)]
+    assert len(seen) == 1 and len(mock_decode) == 3
+    want, want_lse = ref_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), scale=0.3, enable_gqa=True)
+    torch.testing.assert_close(outs[-1][0].transpose(1, 2).double(), want, **TOL[bf16])
+    torch.testing.assert_close(outs[-1][1].double(), want_lse, atol=1e-4, rtol=1e-4)
+    assert mock_decode[-1]["scale"] == pytest.approx(0.3) and mock_decode[-1]["num_splits"] == 0
+    ffpa_attn.decode(q, k, v, scale=0.3)  # another return_lse
+    ffpa_attn.decode(q, k, v, scale=0.3, num_splits=2)
+    assert len(seen) == 3 and mock_decode[-1]["num_splits"] == 2
+    ffpa_attn.decode(q, k, v, scale=0.3, num_splits=2)
+    assert len(seen) == 3  # remembered
+    with pytest.raises(TypeError, match="causal"):
+        ffpa_attn.decode(q, k, v, scale=0.3, causal=1)  # 1 == True, but not a bool
+    ffpa_attn.decode(q, k, v, scale=1)  # an int scale: the Python path converts it
+    ffpa_attn.decode(q, k, v, scale=1)
+    assert len(seen) == 6
+    monkeypatch.setenv("FFPA_DEBUG_CHECKS", "1")
+    ffpa_attn.decode(q, k, v, scale=0.3, return_lse=True)
+    assert len(seen) == 7  # debug checks: validated (and the index tensors checked) every call

@@ -21,6 +21,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -271,6 +272,22 @@ OpResult run(PyObject* const* a, const Route& r) {
   return {out, lse};
 }
 
+// `out`, or (out, lse) with return_lse, as Python objects.
+PyObject* wrap_result(at::Tensor out, at::Tensor lse, bool return_lse) {
+  if (!return_lse) return THPVariable_Wrap(std::move(out));
+  PyObject* o = THPVariable_Wrap(std::move(out));
+  if (o == nullptr) return nullptr;
+  PyObject* l = THPVariable_Wrap(std::move(lse));
+  if (l == nullptr) {
+    Py_DECREF(o);
+    return nullptr;
+  }
+  PyObject* pair = PyTuple_Pack(2, o, l);  // takes its own references
+  Py_DECREF(o);
+  Py_DECREF(l);
+  return pair;
+}
+
 // fast_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
 // return_lse, strict, level, acc, num_stages): forward's result for a remembered call, else None.
 PyObject* fast_call(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
@@ -285,18 +302,7 @@ PyObject* fast_call(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs)
   if (it == routes().end()) Py_RETURN_NONE;
   const Route route = it->second;  // a copy: the call may re-enter Python (dispatch modes) and clear()
   auto [out, lse] = run(args, route);
-  if (args[kReturnLse] != Py_True) return THPVariable_Wrap(std::move(out));
-  PyObject* o = THPVariable_Wrap(std::move(out));
-  if (o == nullptr) return nullptr;
-  PyObject* l = THPVariable_Wrap(std::move(lse));
-  if (l == nullptr) {
-    Py_DECREF(o);
-    return nullptr;
-  }
-  PyObject* pair = PyTuple_Pack(2, o, l);  // takes its own references
-  Py_DECREF(o);
-  Py_DECREF(l);
-  return pair;
+  return wrap_result(std::move(out), std::move(lse), args[kReturnLse] == Py_True);
   END_HANDLE_TH_ERRORS
 }
 
@@ -331,18 +337,130 @@ PyObject* fast_remember(PyObject* /*self*/, PyObject* const* args, Py_ssize_t na
   END_HANDLE_TH_ERRORS
 }
 
+// ------------------------------------------------------------------ decode()'s fast path (ffpa_attn/_decode.py)
+// decode(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, return_lse, num_splits, strict):
+// a call whose metadata the Python path validated and ran on the decode op before goes straight to it.
+enum DecodeArg { kDq, kDk, kDv, kDSeqlens, kDTable, kDCausal, kDScale, kDReturnLse, kDSplits, kDStrict, kNumDecodeArgs };
+
+std::unordered_map<std::vector<int64_t>, bool, KeyHash>& decode_calls() {
+  static auto* table = new std::unordered_map<std::vector<int64_t>, bool, KeyHash>();  // never destroyed
+  return *table;
+}
+
+// FFPA_DEBUG_CHECKS=1 (read per call, as the Python path does): every call validates the index tensors.
+bool debug_checks() {
+  const char* v = std::getenv("FFPA_DEBUG_CHECKS");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+bool make_decode_key(PyObject* const* a, std::vector<int64_t>& key) {
+  for (int i : {kDq, kDk, kDv})
+    if (!THPVariable_CheckExact(a[i])) return false;
+  for (int i : {kDSeqlens, kDTable})
+    if (a[i] != Py_None && !THPVariable_CheckExact(a[i])) return false;
+  for (int i : {kDCausal, kDReturnLse, kDStrict})
+    if (!PyBool_Check(a[i])) return false;
+  if (a[kDScale] != Py_None && !PyFloat_CheckExact(a[kDScale])) return false;  // an int scale: the full path
+  if (a[kDSplits] != Py_None && !PyLong_CheckExact(a[kDSplits])) return false;
+  const at::Tensor& q = THPVariable_Unpack(a[kDq]);
+  const at::Tensor& k = THPVariable_Unpack(a[kDk]);
+  const at::Tensor& v = THPVariable_Unpack(a[kDv]);
+  if (q.is_nested() || k.is_nested() || v.is_nested()) return false;
+  const bool grad = at::GradMode::is_enabled();
+  key.clear();
+  for (const at::Tensor* t : {&q, &k, &v}) {
+    put_layout(key, *t, 0, t->dim(), true);
+    put_device(key, *t);
+  }
+  for (int i : {kDSeqlens, kDTable}) {
+    if (a[i] == Py_None) {
+      key.push_back(kNone);
+      continue;
+    }
+    const at::Tensor& t = THPVariable_Unpack(a[i]);
+    put_layout(key, t, 0, t.dim(), true);
+    put_device(key, t);
+  }
+  key.push_back(a[kDCausal] == Py_True);
+  key.push_back(a[kDScale] == Py_None ? kNone : bits(PyFloat_AS_DOUBLE(a[kDScale])));
+  key.push_back(a[kDScale] == Py_None ? 0 : 1);
+  key.push_back(a[kDReturnLse] == Py_True);
+  key.push_back(a[kDStrict] == Py_True);
+  if (a[kDSplits] == Py_None) {
+    key.push_back(kNone);
+  } else {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(a[kDSplits], &overflow);
+    if (overflow != 0 || (x == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return false;
+    }
+    key.push_back(x);
+  }
+  key.push_back(grad && (q.requires_grad() || k.requires_grad() || v.requires_grad()));
+  return true;
+}
+
+// decode_fast_call(<decode()'s 10 arguments>): decode()'s result for a remembered call, else None.
+PyObject* decode_fast_call(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  if (nargs != kNumDecodeArgs) {
+    PyErr_Format(PyExc_TypeError, "decode_fast_call() takes %d arguments (%zd given)", kNumDecodeArgs, nargs);
+    return nullptr;
+  }
+  thread_local std::vector<int64_t> key;
+  if (debug_checks() || !make_decode_key(args, key) || decode_calls().count(key) == 0) Py_RETURN_NONE;
+  static const auto decode_op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("ffpa_attn::ffpa_decode", "").typed<DecodeSig>();
+  const at::Tensor& q = THPVariable_Unpack(args[kDq]);
+  std::optional<at::Tensor> seqlens, table;
+  if (args[kDSeqlens] != Py_None) seqlens = THPVariable_Unpack(args[kDSeqlens]);
+  if (args[kDTable] != Py_None) table = THPVariable_Unpack(args[kDTable]);
+  const double scale = args[kDScale] == Py_None ? 1.0 / std::sqrt(static_cast<double>(q.size(-1)))
+                                                : PyFloat_AS_DOUBLE(args[kDScale]);
+  const int64_t splits = args[kDSplits] == Py_None ? 0 : PyLong_AsLongLong(args[kDSplits]);
+  auto [out, lse] = decode_op.call(realign(q), realign(THPVariable_Unpack(args[kDk])),
+                                   realign(THPVariable_Unpack(args[kDv])), seqlens, table, std::nullopt, scale,
+                                   args[kDCausal] == Py_True, splits);
+  return wrap_result(std::move(out), std::move(lse), args[kDReturnLse] == Py_True);
+  END_HANDLE_TH_ERRORS
+}
+
+// decode_fast_remember(<decode()'s 10 arguments>): the Python path ran this call on the decode op.
+PyObject* decode_fast_remember(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  if (nargs != kNumDecodeArgs) {
+    PyErr_Format(PyExc_TypeError, "decode_fast_remember() takes %d arguments (%zd given)", kNumDecodeArgs, nargs);
+    return nullptr;
+  }
+  std::vector<int64_t> key;
+  if (!make_decode_key(args, key)) Py_RETURN_NONE;
+  auto& table = decode_calls();
+  if (table.size() >= kMaxEntries) table.clear();
+  table[std::move(key)] = true;
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
 PyObject* fast_clear(PyObject* /*self*/, PyObject* /*unused*/) {
   routes().clear();
+  decode_calls().clear();
   Py_RETURN_NONE;
 }
 
-PyObject* fast_size(PyObject* /*self*/, PyObject* /*unused*/) { return PyLong_FromSize_t(routes().size()); }
+PyObject* fast_size(PyObject* /*self*/, PyObject* /*unused*/) {
+  return PyLong_FromSize_t(routes().size() + decode_calls().size());
+}
 
 PyMethodDef kMethods[] = {
     {"fast_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fast_call)), METH_FASTCALL,
      "forward()'s result for a call whose metadata was routed to the kernels before, else None"},
     {"fast_remember", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fast_remember)), METH_FASTCALL,
      "Remember the full path's route for a call: (14 forward args, dtype_is_half, out_shape, decode, bottom_right)"},
+    {"decode_fast_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&decode_fast_call)),
+     METH_FASTCALL, "decode()'s result for a call whose metadata ran on the decode op before, else None"},
+    {"decode_fast_remember", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&decode_fast_remember)),
+     METH_FASTCALL, "Remember that decode() ran this call (its 10 arguments) on the decode op"},
     {"fast_clear", &fast_clear, METH_NOARGS, "Forget every remembered call"},
     {"fast_size", &fast_size, METH_NOARGS, "How many calls are remembered"},
 };

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Development probe (not part of the check): host time per call of forward routed to decode against
-# SDPA (overhead_probe.py), the Hugging Face Llama-style model's time per token (bench_decode.hf_probe:
-# interleaved rounds, medians) and, with TESTS=1, the decode / fast-path / HF GPU tests, on a reduced
-# sm_90a build (FA-2 and decode at D = 128, bf16). Writes to $OUT.
+# SDPA (overhead_probe.py), decode()'s eager / CUDA-graph latency, the Hugging Face Llama-style model's
+# time per token (bench_decode.hf_probe: interleaved rounds, medians) and, with TESTS=1, the decode /
+# fast-path / HF GPU tests, on a reduced sm_90a build (FA-2 and decode at D = 128). Writes to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=${FAMILIES:-fa2,decode} FFPA_ACCS=fp32 FFPA_DTYPES=bf16 \
+export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=${FAMILIES:-fa2,decode} FFPA_ACCS=fp32 FFPA_DTYPES=${DTYPES:-bf16,fp16} \
   FFPA_HEAD_DIMS=${PROBE_DIMS:-128} FFPA_EXPECT_EXTENSION=1 PYTHONUNBUFFERED=1
 t0=$(date +%s)
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
@@ -25,6 +25,8 @@ import os, sys, torch, ffpa_attn
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "bench"))
 import bench_decode
 bench_decode.HF_ROUNDS = int(__import__("os").environ.get("HF_ROUNDS", "5"))
+for dt in (torch.bfloat16, torch.float16):
+    print(bench_decode.latency_probe(torch, ffpa_attn, dt))
 print(ffpa_attn._ops._C is not None, bench_decode.hf_probe(torch, ffpa_attn))
 PY
 )
