@@ -115,8 +115,11 @@ struct FfpaPrefill {
     ptx::tma_prefetch_map(&maps.v);
   }
 
+  static constexpr int kScratchBytes = 0;  // the producer needs no scratch
+  static __device__ __forceinline__ void begin_tile(const FwdParams&, const Item&, int, int*) {}
+
   static __device__ __forceinline__ void load_qk(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
-                                                 uint32_t stage, uint32_t bar, int d, int j) {
+                                                 uint32_t stage, uint32_t bar, int d, int j, int*) {
     ptx::tma_load_4d(stage, &maps.q, bar, 64 * d, w.m0, w.head, w.batch);
     // A pair's block loads the keys of its half of the tile (group = its cluster rank).
     const int key0 = j * kBlockN + (Traits::kPair ? w.group * Traits::kKRows : 0);
@@ -124,7 +127,7 @@ struct FfpaPrefill {
   }
 
   static __device__ __forceinline__ void load_v(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
-                                                uint32_t stage, uint32_t bar, int j, int v) {
+                                                uint32_t stage, uint32_t bar, int j, int v, int*) {
 #pragma unroll
     for (int c = 0; c < kVChunks; ++c)
       ptx::tma_load_4d(stage + VStage::chunk(c), &maps.v, bar, w.group * Traits::kGroupCols + 64 * c,

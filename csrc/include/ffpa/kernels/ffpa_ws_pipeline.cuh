@@ -56,8 +56,12 @@
 //   Item item(p, block)               what block `block` computes: has m0 (its first row, the base
 //                                     of the rows the hooks below get) and n_end (its tiles end)
 //   first_tile(p, w), next_tile(p, w, j)   the key tiles it walks, in order (below n_end)
-//   load_qk(p, maps, w, stage, bar, d, j)  producer: Q and K slice d of tile j, kQKStageBytes in all
-//   load_v(p, maps, w, stage, bar, j, v)   producer: V stage v of tile j, kVStageBytes in all
+//   begin_tile(p, w, j, scratch)           producer, before tile j's Q@K^T slices: may note what its
+//                                     loads need in `scratch` (kScratchBytes of shared memory; the
+//                                     decode Problem: the tile's pages)
+//   load_qk(p, maps, w, stage, bar, d, j, scratch)  producer: Q and K slice d of tile j, kQKStageBytes in all
+//   load_v(p, maps, w, stage, bar, j, v, scratch)   producer: V stage v of tile j, kVStageBytes in all
+//                                     (issued after tile j + 1's begin_tile)
 //   mask(s, p, w, j, slot, row0, g, t4)    the scores of key slot `slot` of tile j (keys slot kColsS ..):
 //                                     masks and scales them (base 2) where the tile needs it and says
 //                                     whether it did
@@ -148,7 +152,10 @@ struct FfpaWsPipeline {
     RingQK ring_qk;
     RingV ring_v;
     uint32_t xbar;      // a pair's exchange barriers: max, p, sum, free (shared::cta addresses)
+    int* scratch;       // the Problem's producer scratch (Problem::kScratchBytes)
   };
+  static_assert(2 * 8 * (Traits::kQKStages + Traits::kVStages) + 4 * 8 + Problem::kScratchBytes <= Traits::kBarrierBytes,
+                "the barriers and the producer's scratch fit their bytes");
 
   static __device__ __forceinline__ Smem layout(char* smem_raw) {
     const uint32_t raw = ptx::smem_u32addr(smem_raw);
@@ -161,6 +168,7 @@ struct FfpaWsPipeline {
     s.ring_qk = RingQK{stats + Traits::kStatBytes};
     s.ring_v = RingV{s.ring_qk.bars + RingQK::kBarrierBytes};
     s.xbar = s.ring_v.bars + RingV::kBarrierBytes;
+    s.scratch = reinterpret_cast<int*>(smem_raw + (s.xbar + 4 * 8 - raw));
     return s;
   }
 
@@ -172,10 +180,12 @@ struct FfpaWsPipeline {
     // The consumers' order: S_j's slices before P V_{j-1}'s stages (V one tile behind).
     int prev = -1;
     for (int j = Problem::first_tile(p, w); j < w.n_end; j = Problem::next_tile(p, w, j)) {
+      Problem::begin_tile(p, w, j, s.scratch);
       for (int d = 0; d < kSlicesQK; ++d, sq.advance()) {
         s.ring_qk.producer_acquire(sq);
         s.ring_qk.producer_expect(sq, Traits::kQKStageBytes);
-        Problem::load_qk(p, maps, w, s.qk + sq.stage * Traits::kQKStageBytes, s.ring_qk.full(sq.stage), d, j);
+        Problem::load_qk(p, maps, w, s.qk + sq.stage * Traits::kQKStageBytes, s.ring_qk.full(sq.stage), d, j,
+                         s.scratch);
       }
       if (prev >= 0) load_v(p, maps, s, sv, w, prev);
       prev = j;
@@ -188,7 +198,7 @@ struct FfpaWsPipeline {
     for (int v = 0; v < kStagesV; ++v, sv.advance()) {
       s.ring_v.producer_acquire(sv);
       s.ring_v.producer_expect(sv, Traits::kVStageBytes);
-      Problem::load_v(p, maps, w, s.v + sv.stage * Traits::kVStageBytes, s.ring_v.full(sv.stage), j, v);
+      Problem::load_v(p, maps, w, s.v + sv.stage * Traits::kVStageBytes, s.ring_v.full(sv.stage), j, v, s.scratch);
     }
   }
 
