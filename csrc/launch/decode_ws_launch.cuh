@@ -82,8 +82,12 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     cudaError_t err = encode_q<Traits::kBlockM>(p, &m->q);
     if (err == cudaSuccess)
       err = encode_cache(p, &m->k, p.k, kHeadDim, p.k_row_stride, p.k_head_stride, p.k_batch_stride, Traits::kBlockN);
-    if (err == cudaSuccess)
-      err = encode_cache(p, &m->v, p.v, kHeadDimV, p.v_row_stride, p.v_head_stride, p.v_batch_stride, Traits::kVKeys);
+    if (err == cudaSuccess) {  // V: a whole stage's column group per load (per chunk where pages are shorter)
+      const int rows = p.block_table != nullptr ? std::min(p.page_size, Traits::kVKeys) : Traits::kVKeys;
+      err = encode_attn_tma_chunked(&m->v, kElem, p.v, kHeadDimV, p.page_size, p.heads_kv, p.kv_pages, p.v_row_stride,
+                                    p.v_head_stride, p.v_batch_stride, rows,
+                                    rows == Traits::kVKeys ? Traits::kGroupCols / 64 : 1);
+    }
     return err;
   }
 

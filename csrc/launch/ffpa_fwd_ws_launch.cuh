@@ -45,8 +45,8 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
       err = encode_attn_tma(&m->k, kElem, p.k, kHeadDim, p.len_kv, p.heads_kv, p.batch, p.k_row_stride,
                             p.k_head_stride, p.k_batch_stride, Traits::kKRows);
     if (err == cudaSuccess)
-      err = encode_attn_tma(&m->v, kElem, p.v, kHeadDimV, p.len_kv, p.heads_kv, p.batch, p.v_row_stride,
-                            p.v_head_stride, p.v_batch_stride, Traits::kVKeys);
+      err = encode_attn_tma_chunked(&m->v, kElem, p.v, kHeadDimV, p.len_kv, p.heads_kv, p.batch, p.v_row_stride,
+                                    p.v_head_stride, p.v_batch_stride, Traits::kVKeys, Traits::kGroupCols / 64);
     return err;
   }
 

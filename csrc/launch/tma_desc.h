@@ -119,4 +119,19 @@ inline cudaError_t encode_attn_tma(CUtensorMap* map, TmaElem elem, const void* b
   return encode_strided_tma(map, elem, base, 4, dims, strides, box);
 }
 
+// The rank-5 map (64 columns, position, 64-column chunk, head, batch) of the same tensor: one load moves
+// box_rows positions x box_chunks chunks, chunk c landing box_rows x 128 bytes after chunk c - 1 (a
+// GmmaSw128Tile of box_rows rows), where the rank-4 map takes a load per chunk (the producer thread's
+// instructions per tile are what a paged decode cache showed to matter). cols: a multiple of 64.
+inline cudaError_t encode_attn_tma_chunked(CUtensorMap* map, TmaElem elem, const void* base, int cols, int rows,
+                                           int heads, int batch, int64_t row_stride, int64_t head_stride,
+                                           int64_t batch_stride, int box_rows, int box_chunks) {
+  if (cols % 64 != 0) return cudaErrorNotSupported;
+  const uint64_t dims[5] = {64, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols / 64),
+                            static_cast<uint64_t>(heads), static_cast<uint64_t>(batch)};
+  const int64_t strides[5] = {1, row_stride, 64, head_stride, batch_stride};
+  const uint32_t box[5] = {64, static_cast<uint32_t>(box_rows), static_cast<uint32_t>(box_chunks), 1, 1};
+  return encode_strided_tma(map, elem, base, 5, dims, strides, box);
+}
+
 }  // namespace ffpa::launch

@@ -85,7 +85,7 @@ struct DecodeWsProblem {
   static constexpr int kColsS = Traits::kColsS;
   static constexpr bool kPairOk = false;  // a block per column group (no cluster pair)
   static constexpr int kNS = kColsS / 8;
-  static constexpr int kVChunks = Traits::kGroupCols / 64;  // TMA boxes of one V stage (per page)
+  static constexpr int kVChunks = Traits::kGroupCols / 64;  // 64-column chunks of one V stage
   static constexpr uint32_t kBarZeroV = 4;                  // named barriers 4, 5: one consumer's V zeroing
   static_assert(kBlockM == 64, "a block's rows are one 64-row box of Q");
 
@@ -176,19 +176,23 @@ struct DecodeWsProblem {
 
   static __device__ __forceinline__ void load_v(const DecodeParams& p, const DecodeTmaMaps& maps, const Item& w,
                                                 uint32_t stage, uint32_t bar, int j, int v, int* scratch) {
-    const int key0 = j * kBlockN + v * kVKeys, col = w.group * Traits::kGroupCols;
+    // The V map's chunk dim (launch/decode_ws_launch.cuh): one load per stage (contiguous) or page
+    // box; with pages shorter than a stage, one per box and chunk.
+    const int key0 = j * kBlockN + v * kVKeys, chunk0 = w.group * kVChunks;
     if (p.block_table == nullptr) {
-#pragma unroll
-      for (int c = 0; c < kVChunks; ++c)
-        ptx::tma_load_4d(stage + VStage::chunk(c), &maps.v, bar, col + 64 * c, key0, w.head_kv, w.batch);
+      ptx::tma_load_5d(stage, &maps.v, bar, 0, key0, chunk0, w.head_kv, w.batch);
       return;
     }
-    const int box = min(p.page_size, kVKeys);
-    for (int r = 0; r < kVKeys; r += box) {
+    if (p.page_size >= kVKeys) {
+      const int page = tile_page(p, scratch, j, v * kVKeys);
+      ptx::tma_load_5d(stage, &maps.v, bar, 0, key0 & (p.page_size - 1), chunk0, w.head_kv, page);
+      return;
+    }
+    for (int r = 0; r < kVKeys; r += p.page_size) {
       const int page = tile_page(p, scratch, j, v * kVKeys + r), row = (key0 + r) & (p.page_size - 1);
 #pragma unroll
       for (int c = 0; c < kVChunks; ++c)
-        ptx::tma_load_4d(stage + VStage::chunk(c) + r * 128, &maps.v, bar, col + 64 * c, row, w.head_kv, page);
+        ptx::tma_load_5d(stage + VStage::chunk(c) + r * 128, &maps.v, bar, 0, row, chunk0 + c, w.head_kv, page);
     }
   }
 

@@ -51,7 +51,7 @@ struct FfpaPrefill {
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kColsS = Traits::kColsS;
   static constexpr int kNS = kColsS / 8;
-  static constexpr int kVChunks = Traits::kGroupCols / 64;  // TMA boxes of one V stage
+  static constexpr int kVChunks = Traits::kGroupCols / 64;  // 64-column chunks of one V stage
   static constexpr bool kPairOk = true;  // the launcher runs a pair's blocks as a cluster
 
   struct Item {
@@ -128,10 +128,8 @@ struct FfpaPrefill {
 
   static __device__ __forceinline__ void load_v(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
                                                 uint32_t stage, uint32_t bar, int j, int v, int*) {
-#pragma unroll
-    for (int c = 0; c < kVChunks; ++c)
-      ptx::tma_load_4d(stage + VStage::chunk(c), &maps.v, bar, w.group * Traits::kGroupCols + 64 * c,
-                       j * kBlockN + v * Traits::kVKeys, w.head_kv, w.batch);
+    // One load for the stage's kVChunks 64-column chunks (the map's chunk dim; past Dv zero-filled).
+    ptx::tma_load_5d(stage, &maps.v, bar, 0, j * kBlockN + v * Traits::kVKeys, w.group * kVChunks, w.head_kv, w.batch);
   }
 
   // ---- consumers ---------------------------------------------------------------------------
