@@ -9,6 +9,8 @@ Flash Prefill Attention -- for large head dims), usable as a drop-in for
     out, lse = ffpa_attn.forward(q, k, v, return_lse=True)     # plus natural-log LSE
     out, lse = ffpa_attn.merge_states([o1, o2], [lse1, lse2])  # attention over both key sets
     out = ffpa_attn.decode(q, k_cache, v_cache, cache_seqlens=lens)   # (B, Lq<=32, H, D) vs a KV cache
+    (q8, qd), (k8, kd), (v8, vd) = map(ffpa_attn.quantize_fp8, (q, k, v))
+    out = ffpa_attn.forward(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)  # FP8 e4m3 inputs
     with ffpa_attn.sdpa_patched():                              # route F.sdpa through it
         model(x)
 
@@ -19,6 +21,7 @@ fall back to torch SDPA with a one-time ``FFPAFallbackWarning`` per reason.
 __version__ = "0.1.0"  # keep first: _ops reads it while the package is importing
 
 from ._decode import decode
+from ._fp8 import quantize_fp8
 from ._merge import merge_states
 from ._ops import build_info, extension_available, get_fa2_mma, set_fa2_mma
 from .errors import (
@@ -44,6 +47,7 @@ __all__ = [
     "forward",
     "merge_states",
     "decode",
+    "quantize_fp8",
     "scaled_dot_product_attention",
     "patch_sdpa",
     "unpatch_sdpa",

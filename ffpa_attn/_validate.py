@@ -156,11 +156,7 @@ def _validate(
             f"{p}argument 'query' must be a floating-point tensor "
             f"(float16, bfloat16, float32 or float64), got dtype {query.dtype}"
         )
-    if qdt in _FP8_DTYPES:  # SDPA takes them too, then fails inside ("mul_cuda" not implemented ...)
-        raise FFPATypeError(
-            f"{p}argument 'query' has dtype {query.dtype}: no attention kernel here or in torch's SDPA "
-            "takes FP8 inputs yet; cast query, key and value to torch.bfloat16 or torch.float16"
-        )
+    # (FP8 inputs never get here: forward sends them to _fp8.py first.)
     for name, t in qkv[1:]:
         tdt = t.dtype if autocast is None else _effective_dtype(t.dtype, autocast)
         if tdt != qdt:

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import _fastpath, _ops
+from . import _fastpath, _fp8, _ops
 from ._masks import CAUSAL_ALIGNS, causal_keep, mask_as_4d
 from ._routing import _kernel_reason, decode_route
 from ._validate import (
@@ -281,6 +281,10 @@ def forward(
     level: Optional[int] = None,
     acc: str = "auto",
     num_stages: Optional[int] = None,
+    q_descale: Union[None, float, Tensor] = None,
+    k_descale: Union[None, float, Tensor] = None,
+    v_descale: Union[None, float, Tensor] = None,
+    out_dtype: Optional[torch.dtype] = None,
 ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     r"""Scaled dot-product attention with the semantics of
     :func:`torch.nn.functional.scaled_dot_product_attention`.
@@ -315,6 +319,14 @@ def forward(
             float16 inputs and run on the FFPA levels only (else the call falls back).
             Softmax statistics are fp32 in every mode.
         num_stages: pipeline stages, ``None`` = auto, else 1..4.
+        q_descale, k_descale, v_descale: for ``torch.float8_e4m3fn`` query/key/value: the factor each
+            tensor is dequantized by (None = 1.0, a positive float, a 0-d tensor, or a float32 tensor
+            of the tensor's leading dims, e.g. ``(B, H)`` with its own head count);
+            :func:`ffpa_attn.quantize_fp8` makes both from a bf16/fp16/fp32 tensor.
+        out_dtype: the output dtype of an FP8 call, ``torch.bfloat16`` (default) or ``torch.float16``.
+            FP8 calls run on the dequantized inputs for now (no FP8 kernel in this build; a one-time
+            ``FFPAFallbackWarning``, or ``FFPAUnsupportedError`` with ``strict=True``); other float8
+            kinds raise.
 
     Errors keep their class under ``torch.compile`` (also ``fullgraph=True``): while
     tracing, a validation or ``strict`` error becomes an op that raises it when the compiled code
@@ -323,7 +335,16 @@ def forward(
     Returns:
         ``out`` of shape ``(..., Hq, L, Ev)``, or ``(out, lse)`` with ``return_lse=True``.
     """
+    fp8 = (q_descale, k_descale, v_descale, out_dtype)
+    if q_descale is not None or k_descale is not None or v_descale is not None or out_dtype is not None:
+        return keep_error_classes(_forward_fp8, (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                                                 causal_align, return_lse, strict, level, acc, num_stages, *fp8),
+                                  query, return_lse)
     if torch.compiler.is_compiling():
+        if _fp8.is_fp8(query):
+            return keep_error_classes(_forward_fp8, (query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                                     enable_gqa, causal_align, return_lse, strict, level, acc,
+                                                     num_stages, *fp8), query, return_lse)
         return keep_error_classes(_forward, (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
                                              causal_align, return_lse, strict, level, acc, num_stages),
                                   query, return_lse)
@@ -332,12 +353,31 @@ def forward(
                              return_lse, strict, level, acc, num_stages)
         if out is not None:
             return out
+    if _fp8.is_fp8(query):  # never remembered by the fast path
+        return keep_error_classes(_forward_fp8, (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                                                 causal_align, return_lse, strict, level, acc, num_stages, *fp8),
+                                  query, return_lse)
     args = (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
             return_lse, strict, level, acc, num_stages)
     _fastpath.begin()
     out = keep_error_classes(_forward, args, query, return_lse)
     _fastpath.remember(args)
     return out
+
+
+def _forward_fp8(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align, return_lse,
+                 strict, level, acc, num_stages, q_descale, k_descale, v_descale, out_dtype):
+    """An FP8 call (_fp8.py): validated, dequantized, then run as a call in out_dtype; until the FP8 kernel
+    exists that is a fallback (warned once, or raised under strict)."""
+    q, k, v, dtype, v_factor = _fp8.check(query, key, value, q_descale, k_descale, v_descale, out_dtype)
+    _fallback_notice(_fp8.REASON.format(dtype=str(dtype).replace("torch.", "")), strict)
+    res = forward(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align=causal_align,
+                  return_lse=return_lse, strict=strict, level=level, acc=acc, num_stages=num_stages)
+    if v_factor is None:
+        return res
+    out = res[0] if return_lse else res
+    out = (out.to(torch.float32) * v_factor).to(dtype)
+    return (out, res[1]) if return_lse else out
 
 
 def _forward(

@@ -1,0 +1,105 @@
+"""FP8 (e4m3) inputs of ffpa_attn.forward and ffpa_attn.quantize_fp8 (ffpa_attn/_fp8.py), on the CPU:
+the descale kinds (float, 0-d tensor, per (batch, head) with each tensor's own head count, missing)
+against a float64 reference on the dequantized inputs, out_dtype, the one-time fallback warning while
+no FP8 kernel exists and strict mode, and the errors that name the argument. The same checks run
+under CUDA in test_fp8_gpu.py (our bf16 kernels on the dequantized inputs)."""
+import pytest
+import torch
+
+import ffpa_attn
+from _cpu_helpers import TOL, fallback_warnings, ref_attention, rn
+from ffpa_attn import FFPATypeError, FFPAUnsupportedError, FFPAValueError
+
+E4M3 = torch.float8_e4m3fn
+
+
+def _fp8_qkv(gen, B=2, Hq=4, Hkv=2, L=9, S=13, E=16, Ev=16):
+    return (ffpa_attn.quantize_fp8(rn(gen, B, Hq, L, E)), ffpa_attn.quantize_fp8(rn(gen, B, Hkv, S, E)),
+            ffpa_attn.quantize_fp8(rn(gen, B, Hkv, S, Ev)))
+
+
+def _deq(x8, d):
+    d = torch.as_tensor(d, dtype=torch.float64)
+    return x8.double() * (d if d.dim() == 0 else d.double()[..., None, None])
+
+
+def test_quantize_fp8_per_batch_and_head(gen):
+    x = rn(gen, 2, 3, 17, 24) * torch.tensor([1.0, 30.0, 1e-3]).view(1, 3, 1, 1)  # heads of very different range
+    x[1, 2] = 0  # an all-zero slice: descale 1
+    x8, d = ffpa_attn.quantize_fp8(x)
+    assert x8.dtype == E4M3 and d.dtype == torch.float32 and d.shape == (2, 3) and d[1, 2] == 1
+    assert x8.float().abs().amax(dim=(-2, -1))[0].sub(448).abs().max() < 1e-3  # each slice's amax maps to e4m3's max
+    back = _deq(x8, d)
+    rel = (back - x.double()).abs().amax(dim=(-2, -1)) / x.double().abs().amax(dim=(-2, -1)).clamp_min(1e-30)
+    assert rel[0].max() < 0.07 and rel[1, :2].max() < 0.07  # e4m3: 3 mantissa bits, <= 1/16 relative per element
+    with pytest.raises(FFPATypeError, match="'x'"):
+        ffpa_attn.quantize_fp8(x8)
+    with pytest.raises(FFPAValueError, match="at least 2 dimensions"):
+        ffpa_attn.quantize_fp8(torch.ones(3))
+
+
+@pytest.mark.parametrize("kind", ["per_head", "scalar_float", "scalar_tensor", "missing"])
+@pytest.mark.parametrize("out_dtype", [None, torch.float16])
+def test_fp8_forward_matches_the_dequantized_reference(gen, record, kind, out_dtype):
+    (q8, qd), (k8, kd), (v8, vd) = _fp8_qkv(gen)
+    if kind == "scalar_float":
+        qd, kd, vd = 0.008, 0.01, 0.006  # per-tensor descales of about the size quantize_fp8 picks
+    elif kind == "scalar_tensor":
+        qd, kd, vd = (torch.tensor(x) for x in (0.008, 0.01, 0.006))
+    elif kind == "missing":
+        qd = kd = vd = None
+    out, lse = ffpa_attn.forward(q8, k8, v8, is_causal=True, enable_gqa=True, return_lse=True, q_descale=qd,
+                                 k_descale=kd, v_descale=vd, out_dtype=out_dtype)
+    one = 1.0
+    want, want_lse = ref_attention(_deq(q8, one if qd is None else qd), _deq(k8, one if kd is None else kd),
+                                   _deq(v8, one if vd is None else vd), is_causal=True, enable_gqa=True)
+    dtype = torch.bfloat16 if out_dtype is None else out_dtype
+    assert out.dtype == dtype and out.shape == (2, 4, 9, 16) and lse.dtype == torch.float32
+    torch.testing.assert_close(out.double(), want, **TOL[dtype])
+    torch.testing.assert_close(lse.double(), want_lse, atol=3e-2, rtol=3e-2)
+    reasons = [str(w.message) for w in fallback_warnings(record)]
+    assert any("FP8 (float8_e4m3fn)" in r and "dequantized" in r for r in reasons), reasons
+
+
+def test_fp8_without_descales_and_strict(gen, record):
+    (q8, _), (k8, _), (v8, _) = _fp8_qkv(gen, Hkv=4)
+    out = ffpa_attn.forward(q8, k8, v8)  # plain e4m3 inputs: descales 1, bf16 out
+    want, _ = ref_attention(q8.double(), k8.double(), v8.double())
+    torch.testing.assert_close(out.double(), want, **TOL[torch.bfloat16])
+    with pytest.raises(FFPAUnsupportedError, match="FP8"):
+        ffpa_attn.forward(q8, k8, v8, strict=True)
+    n = len(fallback_warnings(record))
+    ffpa_attn.forward(q8, k8, v8)
+    assert len(fallback_warnings(record)) == n  # warned once per reason
+
+
+def test_fp8_errors_name_the_argument(gen):
+    (q8, qd), (k8, kd), (v8, vd) = _fp8_qkv(gen)
+    q = rn(gen, 2, 4, 9, 16, dtype=torch.bfloat16)
+    with pytest.raises(FFPATypeError, match="float8_e4m3fn inputs; got query of dtype torch.bfloat16"):
+        ffpa_attn.forward(q, q, q, q_descale=0.5)
+    with pytest.raises(FFPATypeError, match="'query'.*float8_e5m2.*float8_e4m3fn"):
+        ffpa_attn.forward(q8.float().to(torch.float8_e5m2), k8, v8)
+    with pytest.raises(FFPATypeError, match="'key'"):
+        ffpa_attn.forward(q8, k8.float(), v8, q_descale=qd)
+    with pytest.raises(FFPAValueError, match="'k_descale'.*shape \\(2, 2\\)"):
+        ffpa_attn.forward(q8, k8, v8, enable_gqa=True, k_descale=qd)  # query's (2, 4) for key's (2, 2)
+    with pytest.raises(FFPATypeError, match="'v_descale'.*float32"):
+        ffpa_attn.forward(q8, k8, v8, enable_gqa=True, v_descale=vd.double())
+    with pytest.raises(FFPAValueError, match="'q_descale'.*positive"):
+        ffpa_attn.forward(q8, k8, v8, enable_gqa=True, q_descale=0.0)
+    with pytest.raises(FFPATypeError, match="'q_descale'"):
+        ffpa_attn.forward(q8, k8, v8, enable_gqa=True, q_descale="1")
+    with pytest.raises(FFPATypeError, match="'out_dtype'"):
+        ffpa_attn.forward(q8, k8, v8, enable_gqa=True, out_dtype=torch.float32)
+    with pytest.raises(FFPAValueError, match="'value'"):  # the rest is forward's own validation
+        ffpa_attn.forward(q8, k8, v8[:, :, :5], enable_gqa=True)
+
+
+def test_fp8_under_torch_compile(gen):
+    (q8, qd), (k8, kd), (v8, vd) = _fp8_qkv(gen)
+    fn = torch.compile(lambda *a: ffpa_attn.forward(*a[:3], enable_gqa=True, q_descale=a[3], k_descale=a[4],
+                                                    v_descale=a[5]), fullgraph=True, backend="eager")
+    out = fn(q8, k8, v8, qd, kd, vd)
+    want, _ = ref_attention(_deq(q8, qd), _deq(k8, kd), _deq(v8, vd), enable_gqa=True)
+    torch.testing.assert_close(out.double(), want, **TOL[torch.bfloat16])
