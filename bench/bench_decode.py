@@ -149,8 +149,8 @@ HF_ROUNDS = 5
 
 def hf_probe(torch, ffpa_attn):
     """Time per generated token of a Llama-style model (random weights, bf16, 4 layers, 32/8 heads,
-    D=128; batch 4, prompt 1024, 64 new tokens, dynamic cache), plain SDPA vs sdpa_patched(): medians
-    of HF_ROUNDS interleaved rounds."""
+    D=128; batch 4, prompt 1024, 64 new tokens), dynamic and static cache, plain SDPA vs sdpa_patched():
+    medians of HF_ROUNDS interleaved rounds."""
     try:
         import transformers
     except ImportError:
@@ -164,27 +164,32 @@ def hf_probe(torch, ffpa_attn):
     prompt = torch.randint(0, 32000, (4, 1024), device="cuda")
     kw = dict(attention_mask=torch.ones_like(prompt), do_sample=False, pad_token_id=0)
 
-    def per_token():
+    def per_token(cache):
+        extra = {} if cache is None else {"cache_implementation": cache}
         with torch.inference_mode():
-            model.generate(prompt, max_new_tokens=4, min_new_tokens=4, **kw)  # warm-up
+            model.generate(prompt, max_new_tokens=4, min_new_tokens=4, **kw, **extra)  # warm-up
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            model.generate(prompt, max_new_tokens=65, min_new_tokens=65, **kw)
+            model.generate(prompt, max_new_tokens=65, min_new_tokens=65, **kw, **extra)
             torch.cuda.synchronize()
             t1 = time.perf_counter()
-            model.generate(prompt, max_new_tokens=1, min_new_tokens=1, **kw)  # the prefill alone
+            model.generate(prompt, max_new_tokens=1, min_new_tokens=1, **kw, **extra)  # the prefill alone
             torch.cuda.synchronize()
             t2 = time.perf_counter()
         return ((t1 - t0) - (t2 - t1)) / 64 * 1e3
 
-    plain, ours = [], []
-    for _ in range(HF_ROUNDS):  # interleaved: a drift of the host's speed hits both alike
-        plain.append(per_token())
-        with ffpa_attn.sdpa_patched():
-            ours.append(per_token())
-    return {"kernel": "hf_llama", "B": 4, "prompt": 1024, "new_tokens": 64, "layers": 4, "Hq": 32, "Hkv": 8, "D": 128,
-            "rounds": HF_ROUNDS, "sdpa_ms_per_token": statistics.median(plain),
-            "ffpa_ms_per_token": statistics.median(ours)}
+    row = {"kernel": "hf_llama", "B": 4, "prompt": 1024, "new_tokens": 64, "layers": 4, "Hq": 32, "Hkv": 8, "D": 128,
+           "rounds": HF_ROUNDS}
+    # The dynamic cache (a growing K/V, no mask) and the static one (a fixed-size cache and a key-padding mask).
+    for cache, prefix in ((None, ""), ("static", "static_")):
+        plain, ours = [], []
+        for _ in range(HF_ROUNDS):  # interleaved: a drift of the host's speed hits both alike
+            plain.append(per_token(cache))
+            with ffpa_attn.sdpa_patched():
+                ours.append(per_token(cache))
+        row[prefix + "sdpa_ms_per_token"] = statistics.median(plain)
+        row[prefix + "ffpa_ms_per_token"] = statistics.median(ours)
+    return row
 
 
 def run(args) -> int:
@@ -300,10 +305,12 @@ def make_table(data) -> str:
     for r in rows:
         if r["kernel"] == "hf_llama":
             out.append("")
+            static = (f"; static cache (key-padding mask): {r['static_sdpa_ms_per_token']:.2f} ms with SDPA, "
+                      f"{r['static_ffpa_ms_per_token']:.2f} patched" if "static_sdpa_ms_per_token" in r else "")
             out.append(f"Hugging Face Llama-style model ({r['layers']} layers, {r['Hq']}/{r['Hkv']} heads, D={r['D']}, "
-                       f"batch {r['B']}, prompt {r['prompt']}, greedy, dynamic cache; medians of "
-                       f"{r.get('rounds', 1)} interleaved rounds): {r['sdpa_ms_per_token']:.2f} ms "
-                       f"per token with SDPA, {r['ffpa_ms_per_token']:.2f} ms under ffpa_attn.sdpa_patched().")
+                       f"batch {r['B']}, prompt {r['prompt']}, greedy; medians of "
+                       f"{r.get('rounds', 1)} interleaved rounds): dynamic cache {r['sdpa_ms_per_token']:.2f} ms "
+                       f"per token with SDPA, {r['ffpa_ms_per_token']:.2f} ms under ffpa_attn.sdpa_patched(){static}.")
         if r["kernel"] == "latency":
             out.append("")
             out.append(f"Latency ({r['dtype']}, B=1, S=4096, 32/8, D=128): eager {r['eager_us']:.1f} us per call, "
