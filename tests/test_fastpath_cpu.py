@@ -14,18 +14,23 @@ from test_decode_route_cpu import mock_decode  # noqa: F401  (the decode op's mo
 from _mock_kernel import mock_kernel  # noqa: F401  (the forward op's mock, a fixture)
 
 
-@pytest.fixture
-def validations(monkeypatch):
-    """Counts full-path validations of forward()."""
+def _count_validations(monkeypatch, module):
+    """The shapes `module._validate` is called with, from now on (a list that grows)."""
     seen = []
-    real = interface._validate
+    real = module._validate
 
     def counting(*args):
         seen.append(args[0].shape)
         return real(*args)
 
-    monkeypatch.setattr(interface, "_validate", counting)
+    monkeypatch.setattr(module, "_validate", counting)
     return seen
+
+
+@pytest.fixture
+def validations(monkeypatch):
+    """Counts full-path validations of forward()."""
+    return _count_validations(monkeypatch, interface)
 
 
 def _qkv(gen, L=9, S=11, E=16, dtype=torch.bfloat16):
@@ -222,14 +227,7 @@ def test_decode_repeated_call_skips_validation(mock_decode, monkeypatch, gen):  
     flag of another type, an int scale and FFPA_DEBUG_CHECKS take the Python path."""
     from ffpa_attn import _decode
 
-    seen = []
-    real = _decode._validate
-
-    def counting(*args):
-        seen.append(args[0].shape)
-        return real(*args)
-
-    monkeypatch.setattr(_decode, "_validate", counting)
+    seen = _count_validations(monkeypatch, _decode)
     bf16 = torch.bfloat16
     q = rn(gen, 2, 1, 8, 16, dtype=bf16)
     k, v = rn(gen, 2, 40, 2, 16, dtype=bf16), rn(gen, 2, 40, 2, 16, dtype=bf16)

@@ -85,6 +85,32 @@ void put_layout(std::vector<int64_t>& key, const at::Tensor& t, int64_t dims_fro
     for (int64_t d = dims_from; d < dims_to; ++d) key.push_back(t.stride(d));
 }
 
+// An optional int argument (None or an int) into the key, as (value, present); false (no key) where
+// it does not fit 64 bits.
+bool put_optional_int(std::vector<int64_t>& key, PyObject* o) {
+  if (o == Py_None) {
+    key.push_back(kNone);
+    key.push_back(0);
+    return true;
+  }
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+  if (overflow != 0 || (x == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  key.push_back(x);
+  key.push_back(1);
+  return true;
+}
+
+// False, with a TypeError set, where a METH_FASTCALL entry point got other than `want` arguments.
+bool arity_ok(const char* fn, Py_ssize_t nargs, int want) {
+  if (nargs == want) return true;
+  PyErr_Format(PyExc_TypeError, "%s() takes %d arguments (%zd given)", fn, want, nargs);
+  return false;
+}
+
 // `s` if it is one of `names` (its index), else -1.
 template <size_t N>
 int64_t choice(PyObject* s, const char* const (&names)[N]) {
@@ -175,21 +201,8 @@ bool make_key(PyObject* const* a, std::vector<int64_t>& key) {
   key.push_back(align);
   key.push_back(a[kReturnLse] == Py_True);
   key.push_back(a[kStrict] == Py_True);
-  for (int i : {kLevel, kStages}) {
-    if (a[i] == Py_None) {
-      key.push_back(kNone);
-      key.push_back(0);
-      continue;
-    }
-    int overflow = 0;
-    const long long x = PyLong_AsLongLongAndOverflow(a[i], &overflow);
-    if (overflow != 0 || (x == -1 && PyErr_Occurred())) {
-      PyErr_Clear();
-      return false;
-    }
-    key.push_back(x);
-    key.push_back(1);
-  }
+  for (int i : {kLevel, kStages})
+    if (!put_optional_int(key, a[i])) return false;
   key.push_back(acc);
   key.push_back(needs_grad);
   const at::DeviceType dev = q.device().type();
@@ -292,10 +305,7 @@ PyObject* wrap_result(at::Tensor out, at::Tensor lse, bool return_lse) {
 // return_lse, strict, level, acc, num_stages): forward's result for a remembered call, else None.
 PyObject* fast_call(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  if (nargs != kNumArgs) {
-    PyErr_Format(PyExc_TypeError, "fast_call() takes %d arguments (%zd given)", kNumArgs, nargs);
-    return nullptr;
-  }
+  if (!arity_ok("fast_call", nargs, kNumArgs)) return nullptr;
   thread_local std::vector<int64_t> key;
   if (!make_key(args, key)) Py_RETURN_NONE;
   const auto it = routes().find(key);
@@ -310,10 +320,7 @@ PyObject* fast_call(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs)
 // what the full path decided for this call (a no-op for calls the fast path does not key).
 PyObject* fast_remember(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  if (nargs != kNumArgs + 4) {
-    PyErr_Format(PyExc_TypeError, "fast_remember() takes %d arguments (%zd given)", kNumArgs + 4, nargs);
-    return nullptr;
-  }
+  if (!arity_ok("fast_remember", nargs, kNumArgs + 4)) return nullptr;
   std::vector<int64_t> key;
   if (!make_key(args, key)) Py_RETURN_NONE;
   Route route;
@@ -386,17 +393,7 @@ bool make_decode_key(PyObject* const* a, std::vector<int64_t>& key) {
   key.push_back(a[kDScale] == Py_None ? 0 : 1);
   key.push_back(a[kDReturnLse] == Py_True);
   key.push_back(a[kDStrict] == Py_True);
-  if (a[kDSplits] == Py_None) {
-    key.push_back(kNone);
-  } else {
-    int overflow = 0;
-    const long long x = PyLong_AsLongLongAndOverflow(a[kDSplits], &overflow);
-    if (overflow != 0 || (x == -1 && PyErr_Occurred())) {
-      PyErr_Clear();
-      return false;
-    }
-    key.push_back(x);
-  }
+  if (!put_optional_int(key, a[kDSplits])) return false;
   key.push_back(grad && (q.requires_grad() || k.requires_grad() || v.requires_grad()));
   return true;
 }
@@ -404,10 +401,7 @@ bool make_decode_key(PyObject* const* a, std::vector<int64_t>& key) {
 // decode_fast_call(<decode()'s 10 arguments>): decode()'s result for a remembered call, else None.
 PyObject* decode_fast_call(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  if (nargs != kNumDecodeArgs) {
-    PyErr_Format(PyExc_TypeError, "decode_fast_call() takes %d arguments (%zd given)", kNumDecodeArgs, nargs);
-    return nullptr;
-  }
+  if (!arity_ok("decode_fast_call", nargs, kNumDecodeArgs)) return nullptr;
   thread_local std::vector<int64_t> key;
   if (debug_checks() || !make_decode_key(args, key) || decode_calls().count(key) == 0) Py_RETURN_NONE;
   static const auto decode_op =
@@ -429,10 +423,7 @@ PyObject* decode_fast_call(PyObject* /*self*/, PyObject* const* args, Py_ssize_t
 // decode_fast_remember(<decode()'s 10 arguments>): the Python path ran this call on the decode op.
 PyObject* decode_fast_remember(PyObject* /*self*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  if (nargs != kNumDecodeArgs) {
-    PyErr_Format(PyExc_TypeError, "decode_fast_remember() takes %d arguments (%zd given)", kNumDecodeArgs, nargs);
-    return nullptr;
-  }
+  if (!arity_ok("decode_fast_remember", nargs, kNumDecodeArgs)) return nullptr;
   std::vector<int64_t> key;
   if (!make_decode_key(args, key)) Py_RETURN_NONE;
   auto& table = decode_calls();
