@@ -147,6 +147,19 @@ def latency_probe(torch, ffpa_attn, dtype):
 HF_ROUNDS = 5
 
 
+def hf_llama(torch, transformers):
+    """The probes' Llama-style model (random weights, bf16, 4 layers, 32/8 heads, D=128, built on the GPU:
+    a billion parameters), a batch-4 prompt of 1024 tokens and greedy generate()'s keyword arguments."""
+    cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=4,
+                                   num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                                   max_position_embeddings=4096, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = transformers.LlamaForCausalLM(cfg).to(dtype=torch.bfloat16).eval()
+    prompt = torch.randint(0, 32000, (4, 1024), device="cuda")
+    return model, prompt, dict(attention_mask=torch.ones_like(prompt), do_sample=False, pad_token_id=0)
+
+
 def hf_probe(torch, ffpa_attn):
     """Time per generated token of a Llama-style model (random weights, bf16, 4 layers, 32/8 heads,
     D=128; batch 4, prompt 1024, 64 new tokens), dynamic and static cache, plain SDPA vs sdpa_patched():
@@ -155,14 +168,7 @@ def hf_probe(torch, ffpa_attn):
         import transformers
     except ImportError:
         return None
-    cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=4,
-                                   num_attention_heads=32, num_key_value_heads=8, head_dim=128,
-                                   max_position_embeddings=4096, attn_implementation="sdpa")
-    torch.manual_seed(0)
-    with torch.device("cuda"):  # initialised on the GPU: a billion parameters
-        model = transformers.LlamaForCausalLM(cfg).to(dtype=torch.bfloat16).eval()
-    prompt = torch.randint(0, 32000, (4, 1024), device="cuda")
-    kw = dict(attention_mask=torch.ones_like(prompt), do_sample=False, pad_token_id=0)
+    model, prompt, kw = hf_llama(torch, transformers)
 
     def per_token(cache):
         extra = {} if cache is None else {"cache_implementation": cache}

@@ -19,7 +19,7 @@ Plain tensor code (no data-dependent checks), so it traces under ``torch.compile
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Tuple, Union
 
 import torch
 from torch import Tensor

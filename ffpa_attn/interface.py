@@ -335,30 +335,19 @@ def forward(
     Returns:
         ``out`` of shape ``(..., Hq, L, Ev)``, or ``(out, lse)`` with ``return_lse=True``.
     """
-    fp8 = (q_descale, k_descale, v_descale, out_dtype)
-    if q_descale is not None or k_descale is not None or v_descale is not None or out_dtype is not None:
-        return keep_error_classes(_forward_fp8, (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
-                                                 causal_align, return_lse, strict, level, acc, num_stages, *fp8),
-                                  query, return_lse)
-    if torch.compiler.is_compiling():
-        if _fp8.is_fp8(query):
-            return keep_error_classes(_forward_fp8, (query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                                     enable_gqa, causal_align, return_lse, strict, level, acc,
-                                                     num_stages, *fp8), query, return_lse)
-        return keep_error_classes(_forward, (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
-                                             causal_align, return_lse, strict, level, acc, num_stages),
-                                  query, return_lse)
-    if _fastpath.CALL is not None:  # validated and routed before: straight to the kernel (C++)
+    descaled = q_descale is not None or k_descale is not None or v_descale is not None or out_dtype is not None
+    compiling = torch.compiler.is_compiling()
+    if _fastpath.CALL is not None and not descaled and not compiling:  # routed before: straight to the kernel (C++)
         out = _fastpath.CALL(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
                              return_lse, strict, level, acc, num_stages)
         if out is not None:
             return out
-    if _fp8.is_fp8(query):  # never remembered by the fast path
-        return keep_error_classes(_forward_fp8, (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
-                                                 causal_align, return_lse, strict, level, acc, num_stages, *fp8),
-                                  query, return_lse)
     args = (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align,
             return_lse, strict, level, acc, num_stages)
+    if descaled or _fp8.is_fp8(query):  # FP8 calls are never remembered by the fast path
+        return keep_error_classes(_forward_fp8, args + (q_descale, k_descale, v_descale, out_dtype), query, return_lse)
+    if compiling:
+        return keep_error_classes(_forward, args, query, return_lse)
     _fastpath.begin()
     out = keep_error_classes(_forward, args, query, return_lse)
     _fastpath.remember(args)

@@ -27,6 +27,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "generated/spec.h"
@@ -51,6 +52,7 @@ struct Route {
   std::vector<int64_t> out_shape;    // SDPA's output shape (for inputs of fewer than 4 dims)
   bool decode;                       // runs on the decode op
   bool bottom_right;                 // the causal alignment flag the full path passed
+  int64_t level, acc, stages;        // the fwd op's level, accumulation and depth codes (part of the key)
 };
 
 struct KeyHash {
@@ -273,10 +275,8 @@ OpResult run(PyObject* const* a, const Route& r) {
                                         is_causal, 0);
     out = out.transpose(1, 2);
   } else {
-    const int64_t level = a[kLevel] == Py_None ? 0 : PyLong_AsLongLong(a[kLevel]);
-    const int64_t stages = a[kStages] == Py_None ? 0 : PyLong_AsLongLong(a[kStages]);
     std::tie(out, lse) = fwd_op.call(realign(q), realign(k), realign(v), mask, scale, is_causal, r.bottom_right,
-                                     level, acc_code(choice(a[kAcc], kAccNames)), stages);
+                                     r.level, r.acc, r.stages);
   }
   if (q_dims != 4) {
     out = out.reshape(r.out_shape);
@@ -336,6 +336,10 @@ PyObject* fast_remember(PyObject* /*self*/, PyObject* const* args, Py_ssize_t na
     route.out_shape.push_back(d);
   }
   route.decode = PyObject_IsTrue(args[kNumArgs + 2]);
+  // Keyed calls carry an int or None here and a valid acc name (make_key checked both).
+  route.level = args[kLevel] == Py_None ? 0 : PyLong_AsLongLong(args[kLevel]);
+  route.stages = args[kStages] == Py_None ? 0 : PyLong_AsLongLong(args[kStages]);
+  route.acc = acc_code(choice(args[kAcc], kAccNames));
   route.bottom_right = PyObject_IsTrue(args[kNumArgs + 3]);
   auto& table = routes();
   if (table.size() >= kMaxEntries) table.clear();
@@ -349,8 +353,8 @@ PyObject* fast_remember(PyObject* /*self*/, PyObject* const* args, Py_ssize_t na
 // a call whose metadata the Python path validated and ran on the decode op before goes straight to it.
 enum DecodeArg { kDq, kDk, kDv, kDSeqlens, kDTable, kDCausal, kDScale, kDReturnLse, kDSplits, kDStrict, kNumDecodeArgs };
 
-std::unordered_map<std::vector<int64_t>, bool, KeyHash>& decode_calls() {
-  static auto* table = new std::unordered_map<std::vector<int64_t>, bool, KeyHash>();  // never destroyed
+std::unordered_set<std::vector<int64_t>, KeyHash>& decode_calls() {
+  static auto* table = new std::unordered_set<std::vector<int64_t>, KeyHash>();  // never destroyed
   return *table;
 }
 
@@ -428,7 +432,7 @@ PyObject* decode_fast_remember(PyObject* /*self*/, PyObject* const* args, Py_ssi
   if (!make_decode_key(args, key)) Py_RETURN_NONE;
   auto& table = decode_calls();
   if (table.size() >= kMaxEntries) table.clear();
-  table[std::move(key)] = true;
+  table.insert(std::move(key));
   Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
 }

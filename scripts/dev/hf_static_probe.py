@@ -2,19 +2,19 @@
 compiles the step; a key-padding mask every step), plain SDPA vs sdpa_patched(): what the profiler sees
 per generated token (host ops by self CPU time, whether the step replays a CUDA graph, the attention
 kernels' GPU time)."""
+import os
+import sys
+
 import torch
 import transformers
 
 import ffpa_attn
 
-cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=4,
-                               num_attention_heads=32, num_key_value_heads=8, head_dim=128,
-                               max_position_embeddings=4096, attn_implementation="sdpa")
-torch.manual_seed(0)
-with torch.device("cuda"):
-    model = transformers.LlamaForCausalLM(cfg).to(dtype=torch.bfloat16).eval()
-prompt = torch.randint(0, 32000, (4, 1024), device="cuda")
-kw = dict(attention_mask=torch.ones_like(prompt), do_sample=False, pad_token_id=0, cache_implementation="static")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from bench_decode import hf_llama  # noqa: E402  (the bench's model, prompt and generate() arguments)
+
+model, prompt, kw = hf_llama(torch, transformers)
+kw["cache_implementation"] = "static"
 print("transformers", transformers.__version__, "compile config:", getattr(model.generation_config, "compile_config", None))
 for name, ctx in (("sdpa", None), ("ffpa", ffpa_attn.sdpa_patched)):
     with torch.inference_mode(), (ctx() if ctx else torch.autograd.profiler.record_function("x")):

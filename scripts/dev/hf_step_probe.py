@@ -3,6 +3,8 @@ generating greedily: time per token with plain SDPA, with sdpa_patched(), and pa
 forward's fast path; what the attention calls were (shapes, masks, which path); and the GPU time of
 the attention kernels of one decode step (torch profiler)."""
 import collections
+import os
+import sys
 import time
 
 import torch
@@ -12,14 +14,10 @@ import transformers
 import ffpa_attn
 from ffpa_attn import _fastpath
 
-cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=4,
-                               num_attention_heads=32, num_key_value_heads=8, head_dim=128,
-                               max_position_embeddings=4096, attn_implementation="sdpa")
-torch.manual_seed(0)
-with torch.device("cuda"):
-    model = transformers.LlamaForCausalLM(cfg).to(dtype=torch.bfloat16).eval()
-prompt = torch.randint(0, 32000, (4, 1024), device="cuda")
-kw = dict(attention_mask=torch.ones_like(prompt), do_sample=False, pad_token_id=0)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from bench_decode import hf_llama  # noqa: E402  (the bench's model, prompt and generate() arguments)
+
+model, prompt, kw = hf_llama(torch, transformers)
 
 
 def per_token():
