@@ -250,3 +250,15 @@ def test_decode_repeated_call_skips_validation(mock_decode, monkeypatch, gen):  
     monkeypatch.setenv("FFPA_DEBUG_CHECKS", "1")
     ffpa_attn.decode(q, k, v, scale=0.3, return_lse=True)
     assert len(seen) == 7  # debug checks: validated (and the index tensors checked) every call
+
+
+def test_fast_path_passes_the_forced_knobs(mock_kernel, validations, gen):  # noqa: F811
+    """A remembered call with level / acc / num_stages forced passes the same op codes as the full path
+    did (the C++ route keeps them)."""
+    q, k, v = (rn(gen, 2, 2, n, 64, dtype=torch.float16) for n in (9, 11, 11))
+    for _ in range(2):
+        ffpa_attn.forward(q, k, v, level=1, acc="fp16", num_stages=2)
+    assert len(validations) == 1 and len(mock_kernel) == 2
+    first, second = mock_kernel[-2], mock_kernel[-1]
+    assert (second["level"], second["acc"], second["num_stages"]) == (first["level"], first["acc"], first["num_stages"])
+    assert (second["level"], second["num_stages"]) == (1, 2) and second["acc"] == ffpa_attn._spec.ACC_CODES["fp16"]
