@@ -7,10 +7,10 @@ Environment knobs:
                    build time (9.0 -> 90a, 8.9 -> 89, other 8.x -> 80); without a usable GPU the full
                    list "80;89;90a". PTX of the lowest is embedded too, so newer GPUs can JIT it.
   FFPA_HEAD_DIMS   comma list of head dims to instantiate, default: every supported one
-  FFPA_DTYPES      comma list out of fp16,bf16, default both
+  FFPA_DTYPES      comma list out of fp16,bf16,e4m3 (the FP8 family's inputs), default all
   FFPA_ACCS        comma list out of fp32,fp16,mixed (MMA accumulation; fp16/mixed are built for
                    fp16 inputs of the FFPA families only), default all
-  FFPA_FAMILIES    comma list out of fa2,ffpa_l1,ffpa_l2,ffpa_l3,decode, default all
+  FFPA_FAMILIES    comma list out of fa2,ffpa_l1,ffpa_l2,ffpa_l3,decode,fp8, default all
   FFPA_PTXAS_VERBOSE=1   pass -Xptxas -v (register / shared-memory / spill report per kernel)
   MAX_JOBS         parallel compile jobs (ninja)
 
@@ -67,12 +67,12 @@ def extensions():
     nvcc_ver = check_toolchain(torch, cpp_extension)
     archs, why = choose_archs(torch)
     dims = [int(x) for x in env_list("FFPA_HEAD_DIMS", [])] or None
-    dtypes = env_list("FFPA_DTYPES", ["fp16", "bf16"])
+    dtypes = env_list("FFPA_DTYPES", ["fp16", "bf16", "e4m3"])
     accs = env_list("FFPA_ACCS", []) or None
     families = env_list("FFPA_FAMILIES", []) or None
     generated = gen_instantiations.generate(ROOT / "csrc" / "generated", dims, dtypes, archs, VERSION,
                                             [ptx_arch(archs)], accs, families)
-    sources = ["csrc/ops/module.cpp", "csrc/ops/registration.cpp", "csrc/ops/fwd.cpp", "csrc/ops/decode.cpp",
+    sources = ["csrc/ops/module.cpp", "csrc/ops/registration.cpp", "csrc/ops/fwd.cpp", "csrc/ops/fp8_fwd.cpp", "csrc/ops/decode.cpp",
                "csrc/ops/fastpath.cpp", "csrc/ops/attn_params.cpp", "csrc/ops/tensor_checks.cpp",
                "csrc/launch/route.cpp",
                "csrc/launch/ffpa_heuristic.cpp",

@@ -8,6 +8,7 @@ Run from the repository root::
     python bench/bench.py --preset fa2 --dtype bf16 fp16 --causal-both --check --gen-bench
     python bench/bench.py --mask blocksparse --D 128 256 512 --gen-bench
     python bench/bench.py --preset decode --dtype bf16 fp16 --gen-bench   # bench_decode.py
+    python bench/bench.py --preset fp8 --gen-bench                        # bench_fp8.py
     python bench/bench.py --from-json bench/out/bench.json --gen-bench --plot   # no GPU
 
 Owns main() and the GPU timing loop; the flags are in bench_cli.py, kernel names, FLOP
@@ -142,6 +143,13 @@ def main(argv=None) -> int:
         argv2 += (["--warmup", str(args.warmup)] if args.warmup is not None else [])
         argv2 += (["--iters", str(args.iters)] if args.iters is not None else [])
         return bench_decode.main(argv2)
+    if args.preset == "fp8":  # its own sweep and table (bench_fp8.py)
+        import bench_fp8
+
+        argv2 = ["--out-dir", args.out_dir] + (["--gen-bench"] if args.gen_bench else [])
+        argv2 += (["--warmup", str(args.warmup)] if args.warmup is not None else [])
+        argv2 += (["--iters", str(args.iters)] if args.iters is not None else [])
+        return bench_fp8.main(argv2)
     args = resolve_args(args)
     if args.stages:  # forced pipeline depths: ffpa_lX_sN variants of every requested level
         args.kernels = list(args.kernels) + [f"{k}_s{n}" for k in args.kernels if _VARIANT.match(f"{k}_s1")

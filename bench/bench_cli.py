@@ -23,6 +23,7 @@ DEFAULTS = {"B": 1, "H": 32, "N": 8192, "D": DEFAULT_D, "warmup": 25, "iters": 1
 PRESETS = {
     "fa2": {"shapes": ["1x32x8192", "8x16x2048"], "D": FA2_D},
     "decode": {},  # bench/bench_decode.py's sweep (it takes --dtype, --warmup, --iters, --out-dir, --gen-bench)
+    "fp8": {},  # bench/bench_fp8.py's sweep (it takes --warmup, --iters, --out-dir, --gen-bench)
 }
 
 
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help=f"named sweep: fa2 = --shapes {' '.join(PRESETS['fa2']['shapes'])} "
                         f"--D {_dims(FA2_D)}; explicit --shapes/--D win; decode = the split-KV decode "
-                        "sweep of bench/bench_decode.py (default: none)")
+                        "sweep of bench/bench_decode.py; fp8 = the FP8 sweep of bench/bench_fp8.py (default: none)")
     p.add_argument("--dtype", nargs="+", choices=["bf16", "fp16"], default=["bf16"],
                    help="input dtypes, a sweep each (default: bf16)")
     p.add_argument("--causal", action="store_true", help="causal (top-left) masking")

@@ -7,10 +7,13 @@
 float32 tensor of the tensor's leading dims (``(B, H)`` for a 4-D tensor, with that tensor's own head
 count: ``(B, Hkv)`` for key and value under GQA).
 
-This build has no FP8 kernel yet (issue #17: ``wgmma`` e4m3 on Hopper): the call runs on the inputs
-dequantized to ``out_dtype`` -- our bf16/fp16 kernels where they take the call, else SDPA -- with a
-one-time ``FFPAFallbackWarning``; ``strict=True`` raises ``FFPAUnsupportedError`` instead. Other FP8
-kinds (e5m2, the fnuz variants) are a ``FFPATypeError`` naming what is supported.
+On Hopper (compute capability 9.0, an sm_90a build) the FP8 kernel runs the call
+(``kernels/fa2_fwd_sm90_fp8.cuh``: wgmma e4m3, fp32 accumulation) where it takes it: 4-D ``(B, H, L, D)``
+inputs with D = 128 or 256 (key and value the same), no ``attn_mask``, no dropout, causal in either
+alignment, GQA, any lengths, rows 16-byte aligned. Elsewhere the call runs on the inputs dequantized to
+``out_dtype`` -- our bf16/fp16 kernels where they take the call, else SDPA -- with a one-time
+``FFPAFallbackWarning``; ``strict=True`` raises ``FFPAUnsupportedError`` instead. Other FP8 kinds (e5m2,
+the fnuz variants) are a ``FFPATypeError`` naming what is supported.
 
 ``quantize_fp8(x)`` -> ``(x_fp8, descale)``: per (batch, head) amax scaling of a tensor ``(..., H, L, D)``
 into e4m3's range, so ``forward(*quantize_fp8(q)...)`` is one line from bf16.
@@ -19,7 +22,7 @@ Plain tensor code (no data-dependent checks), so it traces under ``torch.compile
 from __future__ import annotations
 
 import math
-from typing import Any, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -32,8 +35,9 @@ __all__ = ["quantize_fp8", "E4M3", "E4M3_MAX"]
 E4M3 = torch.float8_e4m3fn
 E4M3_MAX = float(torch.finfo(E4M3).max)  # 448
 _OUT_DTYPES = (torch.bfloat16, torch.float16)
-#: Why an FP8 call does not run on an FP8 kernel (the fallback's reason, warned once).
-REASON = "FP8 (float8_e4m3fn) inputs: no FP8 kernel in this build yet; running on the inputs dequantized to {dtype}"
+#: Why an FP8 call does not run on the FP8 kernel (the fallback's reason, warned once).
+REASON = ("FP8 (float8_e4m3fn) inputs: the FP8 kernel does not take this call ({why}); running on the inputs "
+          "dequantized to {dtype}")
 
 
 def is_fp8(t: Any) -> bool:
@@ -64,7 +68,12 @@ def _descale(name: str, d: Any, t: Tensor, tname: str) -> Union[None, float, Ten
     if tuple(d.shape) != lead:
         raise FFPAValueError(f"{p}argument '{name}' must be a 0-d tensor or have shape {lead} (the leading dims of "
                              f"'{tname}' {tuple(t.shape)}: batch and heads), got shape {tuple(d.shape)}")
-    return d.unsqueeze(-1).unsqueeze(-1)
+    return d
+
+
+def _bcast(d: Union[None, float, Tensor]) -> Union[None, float, Tensor]:
+    """A checked descale against its tensor: a (B, H) one gets the (L, D) dims back."""
+    return d.unsqueeze(-1).unsqueeze(-1) if isinstance(d, Tensor) and d.dim() > 0 else d
 
 
 def _to_query_heads(d: Union[None, float, Tensor], heads: int, heads_q: int) -> Union[None, float, Tensor]:
@@ -81,11 +90,9 @@ def _times(d1: Union[None, float, Tensor], d2: Union[None, float, Tensor]) -> Un
 
 
 def check(query: Any, key: Any, value: Any, q_descale: Any, k_descale: Any, v_descale: Any,
-          out_dtype: Any) -> Tuple[Tensor, Tensor, Tensor, torch.dtype, Union[None, float, Tensor]]:
-    """Validate an FP8 call; return query, key and value in the output dtype and the factor the
-    output is multiplied by. e4m3 values are exact in bf16 and fp16, so key and value are cast as they
-    are; query carries the query and key descales (the FP8 kernel will fold them into the softmax
-    scale), the output the value descale (as the kernel's epilogue will)."""
+          out_dtype: Any) -> Tuple[torch.dtype, Any, Any, Any]:
+    """Validate an FP8 call; return the output dtype and the descales (None, a float, a 0-d tensor or
+    one of their tensor's leading dims)."""
     p = _err_prefix()
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
@@ -110,11 +117,78 @@ def check(query: Any, key: Any, value: Any, q_descale: Any, k_descale: Any, v_de
     qd, kd, vd = (_descale(n, d, t, tn) for n, d, t, tn in (("q_descale", q_descale, query, "query"),
                                                             ("k_descale", k_descale, key, "key"),
                                                             ("v_descale", v_descale, value, "value")))
+    return dtype, qd, kd, vd
+
+
+def dequantize(query: Tensor, key: Tensor, value: Tensor, dtype: torch.dtype, qd: Any, kd: Any,
+               vd: Any) -> Tuple[Tensor, Tensor, Tensor, Union[None, float, Tensor]]:
+    """Query, key and value in the output dtype and the factor the output is multiplied by (the
+    fallback). e4m3 values are exact in bf16 and fp16, so key and value are cast as they are; query
+    carries the query and key descales, the output the value descale (as the FP8 kernel's scale and
+    epilogue do)."""
+    qd, kd, vd = _bcast(qd), _bcast(kd), _bcast(vd)
     heads_q = query.shape[-3] if query.dim() >= 3 else 1
     heads_kv = key.shape[-3] if key.dim() >= 3 else 1
     qk = _times(qd, _to_query_heads(kd, heads_kv, heads_q))
     q = query.to(dtype) if qk is None else (query.to(torch.float32) * qk).to(dtype)
-    return q, key.to(dtype), value.to(dtype), dtype, _to_query_heads(vd, heads_kv, heads_q)
+    return q, key.to(dtype), value.to(dtype), _to_query_heads(vd, heads_kv, heads_q)
+
+
+def _aligned(t: Tensor) -> bool:
+    """Rows of a contiguous last dim, 16-byte strides and base (what the kernel's TMA loads take)."""
+    return (t.stride(-1) == 1 and all(t.stride(d) % 16 == 0 or t.shape[d] <= 1 for d in range(3))
+            and t.data_ptr() % 16 == 0)
+
+
+def _descale_2d(d: Any) -> Tuple[float, Optional[Tensor]]:
+    """A checked descale as the op takes it: (a float factor, a 2-D tensor or None)."""
+    if d is None:
+        return 1.0, None
+    if not isinstance(d, Tensor):
+        return float(d), None
+    return 1.0, d.reshape(1, 1) if d.dim() == 0 else d
+
+
+def kernel_why_not(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dropout_p: float, enable_gqa: bool) -> str:
+    """Why the FP8 kernel cannot take this call ("" when it can)."""
+    from . import _fp8_ops
+    if not _fp8_ops.available():
+        return "no FP8 kernel in this build"
+    if not _fp8_ops.runs_on(query.device):
+        return "the FP8 kernel needs a compute capability 9.0 GPU (Hopper)"
+    if attn_mask is not None:
+        return "attn_mask is not supported by the FP8 kernel yet"
+    if dropout_p != 0.0:
+        return "dropout"
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
+        return "inputs other than 4-D (B, H, L, D)"
+    b, hq, length, d = query.shape
+    bk, hkv, s, dk = key.shape
+    if bk != b or dk != d or tuple(value.shape) != (b, hkv, s, d):
+        return "shapes the FP8 kernel does not take (key and value must share (B, Hkv, S) and the head dim of query)"
+    if (d, d) not in _fp8_ops.pairs():
+        return f"head dim {d} (the FP8 kernel has {sorted(p[0] for p in _fp8_ops.pairs())})"
+    if hq != hkv and not (enable_gqa and hkv > 0 and hq % hkv == 0):
+        return "query and key/value head counts differ without enable_gqa"
+    if length == 0 or s == 0 or b == 0:
+        return "empty inputs"
+    if key.device != query.device or value.device != query.device:
+        return "inputs on different devices"
+    if not torch.compiler.is_compiling() and not all(_aligned(t) for t in (query, key, value)):
+        return "strides or a base the kernel's TMA loads cannot take (16-byte aligned rows)"
+    return ""
+
+
+def kernel_call(query: Tensor, key: Tensor, value: Tensor, is_causal: bool, scale: Optional[float],
+                causal_align: str, dtype: torch.dtype, qd: Any, kd: Any, vd: Any) -> Tuple[Tensor, Tensor]:
+    """The FP8 kernel on a call kernel_why_not() accepted: (out, lse)."""
+    from . import _fp8_ops
+    qs, qt = _descale_2d(qd)
+    ks, kt = _descale_2d(kd)
+    vs, vt = _descale_2d(vd)
+    sc = (1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)) * qs * ks
+    return _fp8_ops.ffpa_fp8_fwd(query, key, value, qt, kt, vt, sc, vs, bool(is_causal),
+                                 causal_align == "bottom_right", dtype == torch.float16)
 
 
 def quantize_fp8(x: Tensor) -> Tuple[Tensor, Tensor]:

@@ -28,6 +28,11 @@ OPS = {
     "ffpa_decode": "ffpa_decode(Tensor q, Tensor k_cache, Tensor v_cache, Tensor? cache_seqlens, "
                    "Tensor? block_table, Tensor? attn_mask, float scale, bool causal, int num_splits) "
                    "-> (Tensor out, Tensor lse)",
+    # FP8 (e4m3) q/k/v; descales float32 of their tensor's (B, H) (any strides, 0 where broadcast);
+    # scale includes float q/k descales, v_scale a float v descale; out_fp16: fp16 output, else bf16.
+    "ffpa_fp8_fwd": "ffpa_fp8_fwd(Tensor q, Tensor k, Tensor v, Tensor? q_descale, Tensor? k_descale, "
+                    "Tensor? v_descale, float scale, float v_scale, bool is_causal, bool causal_bottom_right, "
+                    "bool out_fp16) -> (Tensor out, Tensor lse)",
 }
 
 MAX_GRID_YZ = 65535  # CUDA's gridDim.y/z limit: query heads, mask (batch, head) slices (ffpa::kMaxGridYZ)
@@ -60,7 +65,9 @@ class DType:
 DTYPES = {
     "fp16": DType("__half", "kFloat16", "float16", 0),
     "bf16": DType("__nv_bfloat16", "kBFloat16", "bfloat16", 1),
+    "e4m3": DType("__nv_fp8_e4m3", "kE4M3", "float8_e4m3fn", 2),  # the FP8 family's only
 }
+_B16 = ("fp16", "bf16")
 
 # MMA accumulation modes: the op's `acc` argument takes their codes (0: auto, fp32), which are the
 # values of the C++ enum AccMode (static_asserts in the generated registry). fp32 everywhere; fp16 /
@@ -101,6 +108,7 @@ class Family:
     arch: str = "any"   # one of ARCHS
     priority: int = 0   # among the lines an auto call could take on a device, the lowest runs
     tag: str = ""       # file-name tag of a per-arch line ("wgmma")
+    dtypes: tuple = _B16  # input dtypes it is built for (keys of DTYPES)
 
     @property
     def key(self) -> str:
@@ -152,6 +160,11 @@ FAMILIES = (
     Family("decode", "decode", 0, "Family::kDecode", "DecodeLauncher<{elem}, {d}, {dv}>", "launch/decode_launch.cuh",
            tuple((d, d) for d in (64, 96, 128, 192, 256)) + tuple((d, d) for d in range(320, 1025, 64)) + ((576, 512),),
            half_accs=False, auto="first", workspace=False, priority=1),
+    # FP8 (e4m3) on Hopper (fa2_fwd_sm90_fp8.cuh: wgmma e4m3, FA-2 style): the ffpa_fp8_fwd op that forward's
+    # FP8 path calls (ffpa_attn/_fp8.py); its op code is the forward one (its launcher runs FwdParams).
+    Family("fp8", "fwd", 0, "Family::kFp8", "Fp8Launcher<{elem}, {d}, {dv}>", "launch/fa2_fp8_launch.cuh",
+           ((128, 128), (256, 256)), half_accs=False, auto="first", workspace=False, arch="90a", priority=0,
+           tag="wgmma", dtypes=("e4m3",)),
 )
 BY_KEY = {f.key: f for f in FAMILIES}
 NAMES = tuple(dict.fromkeys(f.name for f in FAMILIES))  # family names, in spec order
@@ -161,9 +174,10 @@ LEVEL_NAMES = {f.level: f.name for f in FAMILIES if f.level}  # FFPA level -> th
 assert len(BY_KEY) == len(FAMILIES), "two family lines share a name and tag"
 assert all(f.arch in ARCHS for f in FAMILIES)
 assert all("ffpa_" + f.op in OPS for f in FAMILIES)
+assert all(set(f.dtypes) <= set(DTYPES) for f in FAMILIES)
 
 
 def family_accs(family: str, dt: str) -> list:
-    """Accumulation modes the family (a name or a line's key) is built with for dtype `dt` ("fp16"/"bf16")."""
+    """Accumulation modes the family (a name or a line's key) is built with for dtype `dt` (a key of DTYPES)."""
     line = BY_KEY.get(family) or next(f for f in FAMILIES if f.name == family)
     return ["fp32", "fp16", "mixed"] if line.half_accs and dt == "fp16" else ["fp32"]

@@ -354,12 +354,42 @@ def forward(
     return out
 
 
+def _plain_args(is_causal, enable_gqa, return_lse, strict, dropout_p, scale, level, acc, num_stages, causal_align):
+    """Checks of forward's arguments that are not tensors; returns dropout_p and scale as floats."""
+    _check_bool("is_causal", is_causal)
+    _check_bool("enable_gqa", enable_gqa)
+    _check_bool("return_lse", return_lse)
+    _check_bool("strict", strict)
+    if type(dropout_p) is not float:
+        dropout_p = _as_float("dropout_p", dropout_p)
+    if scale is not None and type(scale) is not float:
+        scale = _as_float("scale", scale)
+    if level is not None:
+        _check_choice("level", level, _LEVELS, True, int)
+    if type(acc) is not str or acc != "auto":
+        _check_choice("acc", acc, _ACCS, False, str)
+    if num_stages is not None:
+        _check_choice("num_stages", num_stages, _NUM_STAGES, True, int)
+    if type(causal_align) is not str or causal_align != "top_left":
+        _check_choice("causal_align", causal_align, CAUSAL_ALIGNS, False, str)
+    return dropout_p, scale
+
+
 def _forward_fp8(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align, return_lse,
                  strict, level, acc, num_stages, q_descale, k_descale, v_descale, out_dtype):
-    """An FP8 call (_fp8.py): validated, dequantized, then run as a call in out_dtype; until the FP8 kernel
-    exists that is a fallback (warned once, or raised under strict)."""
-    q, k, v, dtype, v_factor = _fp8.check(query, key, value, q_descale, k_descale, v_descale, out_dtype)
-    _fallback_notice(_fp8.REASON.format(dtype=str(dtype).replace("torch.", "")), strict)
+    """An FP8 call (_fp8.py): validated, then run on the FP8 kernel where it takes the call; else
+    dequantized and run as a call in out_dtype (a fallback: warned once, or raised under strict)."""
+    dtype, qd, kd, vd = _fp8.check(query, key, value, q_descale, k_descale, v_descale, out_dtype)
+    dropout_p, scale = _plain_args(is_causal, enable_gqa, return_lse, strict, dropout_p, scale, level, acc,
+                                   num_stages, causal_align)
+    why = _fp8.kernel_why_not(query, key, value, attn_mask, dropout_p, enable_gqa)
+    if not why and (level is not None or acc != "auto" or num_stages is not None):
+        why = "level, acc and num_stages choose among the bf16/fp16 kernels"
+    if not why:
+        out, lse = _fp8.kernel_call(query, key, value, is_causal, scale, causal_align, dtype, qd, kd, vd)
+        return (out, lse) if return_lse else out
+    _fallback_notice(_fp8.REASON.format(why=why, dtype=str(dtype).replace("torch.", "")), strict)
+    q, k, v, v_factor = _fp8.dequantize(query, key, value, dtype, qd, kd, vd)
     res = forward(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align=causal_align,
                   return_lse=return_lse, strict=strict, level=level, acc=acc, num_stages=num_stages)
     if v_factor is None:
@@ -386,22 +416,8 @@ def _forward(
     num_stages: Optional[int],
 ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     # ---- arguments that are not tensors
-    _check_bool("is_causal", is_causal)
-    _check_bool("enable_gqa", enable_gqa)
-    _check_bool("return_lse", return_lse)
-    _check_bool("strict", strict)
-    if type(dropout_p) is not float:
-        dropout_p = _as_float("dropout_p", dropout_p)
-    if scale is not None and type(scale) is not float:
-        scale = _as_float("scale", scale)
-    if level is not None:
-        _check_choice("level", level, _LEVELS, True, int)
-    if type(acc) is not str or acc != "auto":
-        _check_choice("acc", acc, _ACCS, False, str)
-    if num_stages is not None:
-        _check_choice("num_stages", num_stages, _NUM_STAGES, True, int)
-    if type(causal_align) is not str or causal_align != "top_left":
-        _check_choice("causal_align", causal_align, CAUSAL_ALIGNS, False, str)
+    dropout_p, scale = _plain_args(is_causal, enable_gqa, return_lse, strict, dropout_p, scale, level, acc,
+                                   num_stages, causal_align)
     bottom_right = is_causal and causal_align == "bottom_right"
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):

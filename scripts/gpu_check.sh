@@ -55,7 +55,7 @@ if [[ " $STEPS " == *" sanitizer "* ]]; then
   : > "$OUT/sanitizer.log"
   # synccheck (barrier misuse: the warp-specialised kernels' named barriers) on the FA-2, FFPA and decode parts.
   # racecheck without L1's cluster pair (Dv > 640): it does not model cluster-scope mbarriers (sanitize_one.py).
-  for run in "memcheck" "racecheck" "synccheck fa2,ffpa,decode"; do
+  for run in "memcheck" "racecheck" "synccheck fa2,ffpa,decode,fp8"; do
     read -r tool parts <<< "$run"
     no_cluster=0; [ "$tool" = racecheck ] && no_cluster=1
     if FFPA_SANITIZE_NO_CLUSTER=$no_cluster compute-sanitizer --tool $tool --error-exitcode 9 $PY ../scripts/sanitize_one.py $parts >> "$OUT/sanitizer.log" 2>&1; then
@@ -77,6 +77,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
   DEFAULT_RUNS+=";--preset fa2 --dtype bf16 fp16 --causal-both --kernels sdpa_efficient sdpa_flash sdpa_cudnn fa2 fa2_sync --warmup 10 --iters 40"
   DEFAULT_RUNS+=";--mask blocksparse --shapes 1x32x8192 --D 64 128 256 --dtype bf16 --causal-both --kernels sdpa_efficient sdpa_cudnn fa2 --warmup 10 --iters 40"
   DEFAULT_RUNS+=";--preset decode --dtype bf16 fp16 --warmup 10 --iters 40"
+  DEFAULT_RUNS+=";--preset fp8 --warmup 10 --iters 40"
   rm -rf "$OUT/bench" && mkdir -p "$OUT/bench"
   IFS=';' read -ra RUNS <<< "${FFPA_BENCH_RUNS:-$DEFAULT_RUNS}"
   i=0

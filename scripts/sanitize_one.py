@@ -5,8 +5,8 @@ level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take 
 from the work counter; on Hopper L1's warp-specialised TMA kernel at the auto depth), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
 mma.sync; on Hopper the warp-specialised TMA kernel and its cp.async fallback) where the GPU
 runs both, and the split-KV decode family (on Hopper both its kernels; contiguous and paged, lengths
-0 and odd, causal, one split and several). `python3 sanitize_one.py fa2,decode` runs only those families' part (of ffpa,
-fa2, decode).
+0 and odd, causal, one split and several), and the FP8 kernel on Hopper. `python3 sanitize_one.py fa2,decode` runs only
+those families' part (of ffpa, fa2, decode, fp8).
 
 FFPA_SANITIZE_NO_CLUSTER=1 (the racecheck run of scripts/gpu_check.sh) keeps L1 at head dims up to
 640 on Hopper, where the L1 kernel runs one block per column group: above, the two groups run as a
@@ -26,7 +26,7 @@ import ffpa_attn._C as C
 info = ffpa_attn.build_info()
 dt = torch.bfloat16 if "bfloat16" in info["dtypes"] else torch.float16
 L, S = 77, 131
-PARTS = set(sys.argv[1].split(",")) if len(sys.argv) > 1 else {"ffpa", "fa2", "decode"}
+PARTS = set(sys.argv[1].split(",")) if len(sys.argv) > 1 else {"ffpa", "fa2", "decode", "fp8"}
 NO_CLUSTER = os.environ.get("FFPA_SANITIZE_NO_CLUSTER") == "1"
 
 
@@ -144,4 +144,12 @@ if (576, 512) in set(dec) and "decode" in PARTS:
                                        strict=True)
                 torch.cuda.synchronize()
                 assert torch.isfinite(out).all()
+# The FP8 kernel (Hopper): each head dim, causal both alignments and not, GQA, per-head descales, tails
+# in L and S (its V^T pre-pass zero-fills past S).
+fp8_dims = info["head_dims"].get("fp8", []) if torch.cuda.get_device_capability() == (9, 0) else []
+for d in fp8_dims if "fp8" in PARTS else ():
+    q, k, v = qkv(d, 8 + d)
+    (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
+    for causal, align in ((False, "top_left"), (True, "top_left"), (True, "bottom_right")):
+        run(q8, k8, v8, is_causal=causal, causal_align=align, q_descale=qd, k_descale=kd, v_descale=vd)
 print("sanitize_one: done")

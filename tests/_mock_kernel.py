@@ -62,7 +62,8 @@ def _mock_family(E, Ev, level, acc):
     heuristic's default where L1 exists)."""
     assert acc in ACC_CODES.values(), acc
     assert level in (0, 1, 2, 3), level
-    fwd = [f for f in FAMILIES if f.op == "fwd"]  # the decode family serves the decode op only
+    # the decode family serves the decode op only, the FP8 one e4m3 inputs through its own op
+    fwd = [f for f in FAMILIES if f.op == "fwd" and "bf16" in f.dtypes]
     if level:
         candidates = [f for f in fwd if f.level == level]
     else:

@@ -10,7 +10,9 @@
   against GmmaSw128Tile), mbarrier phases, stmatrix, named barriers, setmaxnreg, the stage ring,
   clusters (stores into a peer block's shared memory, cluster-scope mbarrier arrivals and waits);
 * tests/primitives/hopper_attention.cu, on the same GPU: those pieces as attention (a TMA producer
-  warpgroup, two wgmma consumer warpgroups, the online softmax) against a double reference.
+  warpgroup, two wgmma consumer warpgroups, the online softmax) against a double reference;
+* tests/primitives/fp8_device.cu, on the same GPU: the FP8 kernel's register re-layout of P alone
+  (its pack() and issue_pv() on exact values, O bit for bit) and pack4_e4m3's rounding.
 Skipped without nvcc, a failure instead where the extension is expected (whoever builds it has nvcc)."""
 from __future__ import annotations
 
@@ -86,7 +88,15 @@ def test_hopper_pipeline_attention_on_device(tmp_path):
     _build_and_run(tmp_path, "hopper_attention", "sm_90a", 16_000)
 
 
-@pytest.mark.parametrize("name", ["hopper_device", "hopper_attention"])
+def test_fp8_p_relayout_on_device(tmp_path):
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs a compute capability 9.0 GPU (tests/primitives/fp8_device.cu: wgmma e4m3)")
+    _build_and_run(tmp_path, "fp8_device", "sm_90a", 8_000)
+
+
+@pytest.mark.parametrize("name", ["hopper_device", "hopper_attention", "fp8_device"])
 def test_hopper_programs_compile_for_sm90a(tmp_path, name):
     """The Hopper primitive programs build for sm_90a without a GPU (CI: a build break in ptx/tma.cuh,
     mbarrier.cuh, warpgroup.cuh, tile/stage_ring.cuh or launch/tma_desc.h shows here first)."""

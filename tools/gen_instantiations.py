@@ -40,7 +40,7 @@ def instances(head_dims: list[int] | None, dtypes: list[str], accs: list[str] | 
             continue
         if line.arch != "any" and archs is not None and line.arch not in archs:
             continue
-        for dt in dtypes:
+        for dt in (d for d in dtypes if d in line.dtypes):
             for acc in SPEC.family_accs(line.key, dt):
                 if accs is not None and acc not in accs:
                     continue
@@ -106,6 +106,7 @@ def generate(out: Path, head_dims: list[int] | None, dtypes: list[str], archs: l
     reg = out / "registry.cu"
     write_if_changed(reg, HEADER + """#include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "ffpa/constants.h"
 #include "launch/fwd_launcher.h"
@@ -161,7 +162,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--head-dims", default="", help="comma list; empty = all")
-    ap.add_argument("--dtypes", default="fp16,bf16")
+    ap.add_argument("--dtypes", default="fp16,bf16,e4m3")
     ap.add_argument("--archs", default="80,89,90a")
     ap.add_argument("--version", default="0.0.0")
     ap.add_argument("--ptx", default="", help="comma list of archs whose PTX is embedded")

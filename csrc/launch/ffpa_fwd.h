@@ -10,14 +10,14 @@
 namespace ffpa::launch {
 
 // Codes of ffpa_attn/_spec.py DTYPES (static_asserts in the generated registry).
-enum class DType : int { kFloat16 = 0, kBFloat16 = 1 };
+enum class DType : int { kFloat16 = 0, kBFloat16 = 1, kE4M3 = 2 };  // kE4M3: the FP8 family's inputs
 
 // The op a kernel serves.
 enum class Op : int { kFwd = 0, kDecode = 1 };
 
 // Kernel families: FFPA (large head dims, fine-grained head-dim slices; has levels), FA-2
 // (head dims <= 256, 320 and 384, whole head dim per tile) and split-KV decode (the decode op).
-enum class Family : int { kFfpa = 0, kFa2 = 1, kDecode = 2 };
+enum class Family : int { kFfpa = 0, kFa2 = 1, kDecode = 2, kFp8 = 3 };
 
 // The FA-2 family's two kernels (Fa2Launcher's kMma): mma.sync (every arch) and the warpgroup MMA
 // (wgmma; sm_90a code, compute capability 9.0). As a preference passed to the chooser: kAuto takes

@@ -38,6 +38,15 @@ struct Fa2Launcher {
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
 };
 
+// FP8 (e4m3) forward on Hopper (kernels/fa2_fwd_sm90_fp8.cuh, sm_90a builds): FA-2 style, V
+// transposed by a pre-pass into params.vt (the op sizes it), output bf16 or fp16 (params.out_fp16).
+template <typename Element, int kHeadDim, int kHeadDimV>
+struct Fp8Launcher {
+  struct Impl;
+  static cudaError_t run(FwdParams params, cudaStream_t stream);
+  static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
+};
+
 // Split-KV decode (kernels/decode_sm80.cuh).
 template <typename Element, int kHeadDim, int kHeadDimV>
 struct DecodeLauncher {

@@ -10,9 +10,11 @@
 TORCH_LIBRARY(ffpa_attn, m) {
   m.def(FFPA_SCHEMA_FFPA_FWD);
   m.def(FFPA_SCHEMA_FFPA_DECODE);
+  m.def(FFPA_SCHEMA_FFPA_FP8_FWD);
 }
 
 TORCH_LIBRARY_IMPL(ffpa_attn, CUDA, m) {
   m.impl("ffpa_fwd", &ffpa::ops::ffpa_fwd_cuda);
   m.impl("ffpa_decode", &ffpa::ops::ffpa_decode_cuda);
+  m.impl("ffpa_fp8_fwd", &ffpa::ops::ffpa_fp8_fwd_cuda);
 }

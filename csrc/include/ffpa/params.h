@@ -65,6 +65,22 @@ struct FwdParams : AttnParams {
   const uint8_t* block_map;
   int64_t block_map_batch_stride, block_map_head_stride;
   int block_map_m, block_map_n, block_map_n_blocks;
+
+  // FP8 (e4m3) only (kernels/fa2_fwd_sm90_fp8.cuh). vt: V transposed by the launcher's pre-pass,
+  // [B][Hkv][Dv][vt_len] bytes, vt_len = S rounded up to 32 (kernels/fp8_v_transpose.cuh: each 32
+  // keys in the order P's registers hold them, zeros past S). Descales per (batch, head) of their
+  // tensor (element strides, 0 where broadcast; null: 1): q's and k's scale the scores, v's (times
+  // v_scale) the output. out_fp16: the output is fp16, else bf16.
+  void* vt;
+  int vt_len;
+  const float* q_descale;
+  const float* k_descale;
+  const float* v_descale;
+  int64_t q_descale_batch_stride, q_descale_head_stride;
+  int64_t k_descale_batch_stride, k_descale_head_stride;
+  int64_t v_descale_batch_stride, v_descale_head_stride;
+  float v_scale;
+  bool out_fp16;
 };
 
 // Split-KV decode (kernels/decode_sm80.cuh): len_q = Lq query rows (1..32) per sequence against a

@@ -1,0 +1,333 @@
+// FP8 (e4m3) attention forward on Hopper (sm_90a): FA-2 style, warp-specialised, wgmma e4m3 with
+// fp32 accumulation; the output bf16 or fp16. The structure is fa2_fwd_sm90_ws.cuh's (read that
+// file's picture of who waits on what): a producer warpgroup whose one thread issues TMA, two
+// consumer warpgroups of 64 query rows that take turns issuing (ping-pong), and per key tile
+//
+//       issue S_j = Q K_j^T                  (m64n128k32, both operands by descriptor)
+//       issue O += P_{j-1} V_{j-1}           (m64nDk32, P from registers, V^T by descriptor)
+//       wait S_j -> softmax of S_j           (while P V runs) -> wait P V -> O *= alpha_j -> pack P_j
+//
+// What FP8 changes:
+// * Operands are bytes: 128-byte swizzled rows hold 128 e4m3 (traits/fp8_traits.h); Q and K arrive in
+//   one TMA load each (a rank-5 map over 128-byte chunks), V^T in one.
+// * 8-bit wgmma reads B K-major only, so P V multiplies by V^T, which the launcher's pre-pass writes
+//   (kernels/fp8_v_transpose.cuh) with each 32 keys in the order the S accumulator holds them in a
+//   thread: P packs to the A fragment where it lies (fp8_p_key), with no shuffles.
+// * P = 2^(s - m + 8): the probabilities use e4m3's range up to 256 (its largest normal is 448), so
+//   small ones keep their 3 mantissa bits instead of flushing; the row sums carry the same factor
+//   and O / l cancels it (the LSE subtracts it).
+// * The q and k descales of the item's (batch, head) multiply the softmax scale; v's (times
+//   v_scale) the output in the epilogue.
+// One block per work item (128 query rows of one (batch, head)), last query block first.
+#pragma once
+#include <cuda.h>
+
+#include <cstdint>
+#include <math_constants.h>
+
+#include "ffpa/attn/softmax.cuh"
+#include "ffpa/attn/state.cuh"
+#include "ffpa/attn/tile_mask.cuh"
+#include "ffpa/params.h"
+#include "ffpa/ptx/cp_async.cuh"  // smem_u32addr
+#include "ffpa/ptx/fp8.cuh"
+#include "ffpa/ptx/math.cuh"
+#include "ffpa/ptx/mbarrier.cuh"
+#include "ffpa/ptx/tma.cuh"
+#include "ffpa/ptx/warpgroup.cuh"
+#include "ffpa/ptx/wgmma.cuh"
+#include "ffpa/tile/numeric.cuh"
+#include "ffpa/tile/stage_ring.cuh"
+#include "ffpa/traits/fp8_traits.h"
+
+namespace ffpa::attn {
+
+// Q and K: rank 5 (128-byte chunk, position, chunk, head, batch); V^T: rank 4 (key, column, head, batch).
+struct Fp8TmaMaps {
+  CUtensorMap q, k, vt;
+};
+
+// The exponent offset of P (see the head of this file).
+constexpr float kFp8POffset = 8.f;
+
+template <typename Traits, typename Out>
+struct Fa2FwdFp8 {
+  using QTile = typename Traits::QTile;
+  using KTile = typename Traits::KTile;
+  using VtTile = typename Traits::VtTile;
+  using Ring = StageRing<Traits::kStages>;
+  using MmaS = ptx::WgmmaM64<Traits::kBlockN, __nv_fp8_e4m3>;
+  using MmaO = ptx::WgmmaM64<Traits::kHeadDimV, __nv_fp8_e4m3>;
+  static constexpr int kBlockM = Traits::kBlockM;
+  static constexpr int kBlockN = Traits::kBlockN;
+  static constexpr int kNS = Traits::kNTilesS;
+  static constexpr int kNO = Traits::kNTilesO;
+  static constexpr int kConsumers = Traits::kConsumers;
+  static constexpr uint32_t kConsumerWarps = 4 * kConsumers;
+  static constexpr uint32_t kTurnThreads = 256;  // the warpgroup taking its turn + the one passing it
+
+  struct Smem {
+    uint32_t q, k, vt, q_bar;
+    Ring ring_k, ring_v;
+  };
+
+  static __device__ __forceinline__ Smem layout(char* smem_raw) {
+    const uint32_t raw = ptx::smem_u32addr(smem_raw);
+    Smem s;
+    s.q = (raw + 1023u) & ~1023u;
+    s.k = s.q + QTile::kBytes;
+    s.vt = s.k + Traits::kStages * KTile::kBytes;
+    s.q_bar = s.vt + Traits::kStages * VtTile::kBytes;
+    s.ring_k = Ring{s.q_bar + 16};
+    s.ring_v = Ring{s.ring_k.bars + Ring::kBarrierBytes};
+    return s;
+  }
+
+  struct Item {
+    int head, head_kv, batch, m0, n_end;
+  };
+
+  static __device__ __forceinline__ Item item(const FwdParams& p) {
+    const int m_blocks = (p.len_q + kBlockM - 1) / kBlockM;
+    const int t = blockIdx.x;
+    Item w;
+    const int m_block = m_blocks - 1 - t % m_blocks;  // the longest causal rows first
+    const int bh = t / m_blocks;
+    w.head = bh % p.heads_q;
+    w.batch = bh / p.heads_q;
+    w.head_kv = w.head / (p.heads_q / p.heads_kv);
+    w.m0 = m_block * kBlockM;
+    w.n_end = block_kv_tiles<kBlockN>(p, w.m0, min(kBlockM, p.len_q - w.m0));
+    return w;
+  }
+
+  // ---- producer (one thread) ---------------------------------------------------------------
+  static __device__ __forceinline__ void produce(const FwdParams& p, const Fp8TmaMaps& maps, const Smem& s, const Item& w) {
+    ptx::tma_prefetch_map(&maps.q);
+    ptx::tma_prefetch_map(&maps.k);
+    ptx::tma_prefetch_map(&maps.vt);
+    ptx::mbarrier_arrive_expect_tx(s.q_bar, QTile::kBytes);
+    ptx::tma_load_5d(s.q, &maps.q, s.q_bar, 0, w.m0, 0, w.head, w.batch);
+    typename Ring::State st;
+    for (int j = 0; j < w.n_end; ++j, st.advance()) {
+      s.ring_k.producer_acquire(st);
+      s.ring_k.producer_expect(st, KTile::kBytes);
+      ptx::tma_load_5d(s.k + st.stage * KTile::kBytes, &maps.k, s.ring_k.full(st.stage), 0, j * kBlockN, 0, w.head_kv,
+                       w.batch);
+      s.ring_v.producer_acquire(st);
+      s.ring_v.producer_expect(st, VtTile::kBytes);
+      ptx::tma_load_4d(s.vt + st.stage * VtTile::kBytes, &maps.vt, s.ring_v.full(st.stage), j * kBlockN, 0, w.head_kv,
+                       w.batch);
+    }
+  }
+
+  // ---- consumers ---------------------------------------------------------------------------
+  static __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return ptx::gmma_desc_sw128(addr, 16, 1024); }
+
+  static __device__ __forceinline__ void issue_qk(float (&s)[kNS][4], uint32_t q_wg, uint32_t k_tile) {
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < Traits::kKStepsQK; ++ks)
+      MmaS::ss(s, k_major(q_wg + QTile::k_major_kstep(ks)), k_major(k_tile + KTile::k_major_kstep(ks)), ks > 0);
+    ptx::wgmma_commit_group();
+  }
+
+  static __device__ __forceinline__ void issue_pv(float (&o)[kNO][4], const uint32_t (&pf)[Traits::kKStepsPV][4],
+                                                  uint32_t vt_tile) {
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Traits::kKStepsPV; ++kk) MmaO::rs(o, pf[kk], k_major(vt_tile + VtTile::k_major_kstep(kk)), 1);
+    ptx::wgmma_commit_group();
+  }
+
+  // Online softmax of S_j (base 2): masks boundary tiles, updates the row max and sum, leaves P in s
+  // (fp32, times 2^kFp8POffset) and returns alpha. O and P's registers are not touched (the previous
+  // P V may still read them).
+  static __device__ __forceinline__ void softmax(const FwdParams& p, const Item& w, int j, int row0, int g, int t4,
+                                                 float scale_log2, float (&s)[kNS][4], float (&row_max)[2],
+                                                 float (&row_sum)[2], float (&alpha)[2]) {
+    const int n0 = j * kBlockN;
+    const bool per_elem = n0 + kBlockN > p.len_kv || (p.is_causal && n0 + kBlockN - 1 > w.m0 + p.causal_offset);
+    if (per_elem) {
+      const int lim[2] = {last_visible_key(p, row0 + g) - n0, last_visible_key(p, row0 + g + 8) - n0};
+#pragma unroll
+      for (int n = 0; n < kNS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s[n][e] = 8 * n + 2 * t4 + (e % 2) <= lim[e / 2] ? s[n][e] * scale_log2 : -CUDART_INF_F;
+    }
+    const float sf = per_elem ? 1.f : scale_log2;
+    float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
+    float neg_m[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      alpha[r] = online_update(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r]);
+      neg_m[r] += kFp8POffset;
+    }
+    exp2_strip_add_sums(s, sf, neg_m, row_sum);
+  }
+
+  // P (fp32, accumulator layout) to e4m3 A fragments: k-step kk takes n8 tiles 4 kk .. 4 kk + 3 as
+  // they lie (fp8_p_key says which key each column then is).
+  static __device__ __forceinline__ void pack(const float (&s)[kNS][4], uint32_t (&pf)[Traits::kKStepsPV][4]) {
+#pragma unroll
+    for (int kk = 0; kk < Traits::kKStepsPV; ++kk) {
+      const int n = 4 * kk;
+      pf[kk][0] = ptx::pack4_e4m3(s[n][0], s[n][1], s[n + 1][0], s[n + 1][1]);
+      pf[kk][1] = ptx::pack4_e4m3(s[n][2], s[n][3], s[n + 1][2], s[n + 1][3]);
+      pf[kk][2] = ptx::pack4_e4m3(s[n + 2][0], s[n + 2][1], s[n + 3][0], s[n + 3][1]);
+      pf[kk][3] = ptx::pack4_e4m3(s[n + 2][2], s[n + 2][3], s[n + 3][2], s[n + 3][3]);
+    }
+  }
+
+  static __device__ __forceinline__ void rescale(float (&o)[kNO][4], const float (&alpha)[2]) {
+    if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;
+#pragma unroll
+    for (int n = 0; n < kNO; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
+  }
+
+  static __device__ __forceinline__ void turn_wait(int c) { ptx::named_barrier_sync(1 + c, kTurnThreads); }
+  static __device__ __forceinline__ void turn_pass(int c) {
+    ptx::named_barrier_arrive(1 + (c + 1) % kConsumers, kTurnThreads);
+  }
+
+  static __device__ __forceinline__ float descale(const float* d, int64_t batch_stride, int64_t head_stride, int b, int h) {
+    return d != nullptr ? __ldg(d + b * batch_stride + h * head_stride) : 1.f;
+  }
+
+  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c) {
+    const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+    const int row0 = w.m0 + 64 * c + 16 * warp;
+    const uint32_t q_wg = sm.q + c * 64 * 128;  // this warpgroup's 64 rows in each 128-byte chunk
+    const float qk = descale(p.q_descale, p.q_descale_batch_stride, p.q_descale_head_stride, w.batch, w.head) *
+                     descale(p.k_descale, p.k_descale_batch_stride, p.k_descale_head_stride, w.batch, w.head_kv);
+    const float scale_log2 = fabsf(p.scale_log2) * qk;
+    float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int n = 0; n < kNO; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
+
+    ptx::mbarrier_wait_parity(sm.q_bar, 0);
+    if (p.scale_log2 < 0.f) {  // a negative scale is a positive one on -Q: flip the sign bits of its bytes
+      for (int i = tid; i < QTile::kChunks * 64 * 32; i += 128) {
+        const uint32_t addr = q_wg + (i / (64 * 32)) * QTile::kChunkBytes + (i % (64 * 32)) * 4;
+        uint32_t x;
+        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr));
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x ^ 0x80808080u));
+      }
+      ptx::fence_proxy_async_shared();
+      ptx::named_barrier_sync(1 + kConsumers + c, 128);
+    }
+
+    typename Ring::State sk, sv;
+    uint32_t pf[Traits::kKStepsPV][4];
+    if (w.n_end > 0) {
+      float s[kNS][4];
+      float alpha[2];
+      sm.ring_k.consumer_wait(sk);
+      turn_wait(c);
+      issue_qk(s, q_wg, sm.k + sk.stage * KTile::kBytes);
+      turn_pass(c);
+      ptx::wgmma_wait_group<0>();
+      ptx::wgmma_fence_operand(s);
+      if (lane == 0) sm.ring_k.consumer_release(sk);
+      sk.advance();
+      softmax(p, w, 0, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
+      pack(s, pf);
+      for (int j = 1; j < w.n_end; ++j) {
+        sm.ring_k.consumer_wait(sk);
+        sm.ring_v.consumer_wait(sv);
+        turn_wait(c);
+        ptx::wgmma_fence_operand(o);
+        issue_qk(s, q_wg, sm.k + sk.stage * KTile::kBytes);
+        issue_pv(o, pf, sm.vt + sv.stage * VtTile::kBytes);
+        turn_pass(c);
+        ptx::wgmma_wait_group<1>();
+        ptx::wgmma_fence_operand(s);
+        if (lane == 0) sm.ring_k.consumer_release(sk);
+        sk.advance();
+        softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
+        ptx::wgmma_wait_group<0>();
+        ptx::wgmma_fence_operand(o);
+        if (lane == 0) sm.ring_v.consumer_release(sv);
+        sv.advance();
+        rescale(o, alpha);
+        pack(s, pf);
+      }
+      sm.ring_v.consumer_wait(sv);
+      ptx::wgmma_fence_operand(o);
+      issue_pv(o, pf, sm.vt + sv.stage * VtTile::kBytes);
+      ptx::wgmma_wait_group<0>();
+      ptx::wgmma_fence_operand(o);
+      if (lane == 0) sm.ring_v.consumer_release(sv);
+    }
+    const float out_scale =
+        p.v_scale * descale(p.v_descale, p.v_descale_batch_stride, p.v_descale_head_stride, w.batch, w.head_kv);
+    store(p, w, row0, g, t4, out_scale, o, row_max, row_sum);
+  }
+
+  // O * out_scale / l in the output dtype straight from the accumulators, and the LSE.
+  static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, int row0, int g, int t4, float out_scale,
+                                               const float (&o)[kNO][4], const float (&row_max)[2],
+                                               const float (&row_sum)[2]) {
+    Out* o_base = static_cast<Out*>(p.o) + w.batch * p.o_batch_stride + w.head * p.o_head_stride;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = row_sum[r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = inv_row_sum(l) * out_scale;
+      const int row = row0 + g + 8 * r;
+      if (row < p.len_q) {
+        uint32_t* dst = reinterpret_cast<uint32_t*>(o_base + static_cast<int64_t>(row) * p.o_row_stride + 2 * t4);
+#pragma unroll
+        for (int n = 0; n < kNO; ++n) dst[4 * n] = Numeric<Out>::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        if (p.lse != nullptr && t4 == 0)
+          p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] =
+              row_lse(row_max[r] - kFp8POffset, l);
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void run(const FwdParams& p, const Fp8TmaMaps& maps, char* smem_raw) {
+    const Smem sm = layout(smem_raw);
+    const Item w = item(p);
+    if (threadIdx.x == 0) {
+      ptx::mbarrier_init(sm.q_bar, 1);
+      sm.ring_k.init(kConsumerWarps);
+      sm.ring_v.init(kConsumerWarps);
+    }
+    __syncthreads();
+    const int wg = threadIdx.x / 128;
+    if (wg == 0) {
+      ptx::setmaxnreg_dec<Traits::kProducerRegs>();
+      if (threadIdx.x == 0) produce(p, maps, sm, w);
+      return;
+    }
+    ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
+    const int c = wg - 1;
+    if (c == kConsumers - 1) ptx::named_barrier_arrive(1, kTurnThreads);  // consumer 0 goes first
+    consume(p, sm, w, c);
+    if (c == 0) ptx::named_barrier_sync(1, kTurnThreads);  // the turn the last consumer passed
+  }
+};
+
+using Fp8KernelFn = void (*)(FwdParams, Fp8TmaMaps);
+
+template <typename Traits, typename Out>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    fa2_fwd_fp8_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fp8TmaMaps maps) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(128) char smem[];
+  Fa2FwdFp8<Traits, Out>::run(p, maps, smem);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)
+#endif
+}
+
+}  // namespace ffpa::attn

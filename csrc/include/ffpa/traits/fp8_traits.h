@@ -1,0 +1,55 @@
+// The FP8 (e4m3) attention kernel's tile (kernels/fa2_fwd_sm90_fp8.cuh): FA-2 style on Hopper, two
+// consumer warpgroups of 64 query rows and one producer warpgroup, 128-key tiles, the whole head dim
+// per tile. Torch-free.
+//
+// Shared-memory operands are 128-byte-swizzled rows of bytes: a 128-byte chunk holds 128 e4m3
+// values, so the layouts are GmmaSw128Tile's with half the columns (a b16 "column" = two bytes), and a
+// k-step of 32 e4m3 is the same 32 bytes as a b16 k-step of 16. V arrives transposed (V^T: Dv rows of
+// 128 keys) because 8-bit wgmma reads B K-major only.
+#pragma once
+#include "ffpa/tile/smem_tile.cuh"
+
+namespace ffpa {
+
+// The key position that k-column c (0..31) of a 32-key group of the P A-fragment holds. The S
+// accumulator gives thread (g, t4) keys 8 j + 2 t4 + {0, 1} (n8 tile j); the 8-bit A fragment wants
+// columns 4 t4 + {0..3} and 16 + 4 t4 + {0..3}. Packing the accumulator as it lies (tiles 0 and 1
+// into the first register pair, 2 and 3 into the second) puts key 16 h + 8 (i / 2) + 2 t + i % 2 at
+// column 16 h + 4 t + i; V^T stores its keys in that order (kernels/fp8_v_transpose.cuh), so P V
+// needs no register shuffle at all.
+__host__ __device__ constexpr int fp8_p_key(int c) {
+  return 16 * (c / 16) + 8 * ((c % 4) / 2) + 2 * ((c % 16) / 4) + (c % 2);
+}
+
+template <int kHeadDim_>
+struct Fa2Fp8Traits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kHeadDimV = kHeadDim_;
+  static constexpr int kConsumers = 2;
+  static constexpr int kBlockM = 64 * kConsumers;  // query rows per block
+  static constexpr int kBlockN = 128;              // keys per tile: one 128-byte row of V^T
+  static constexpr int kKStepsQK = kHeadDim / 32;
+  static constexpr int kKStepsPV = kBlockN / 32;
+  static constexpr int kNTilesS = kBlockN / 8;
+  static constexpr int kNTilesO = kHeadDimV / 8;
+  using QTile = GmmaSw128Tile<kBlockM, kHeadDim / 2>;   // bytes: kHeadDim e4m3 per row
+  using KTile = GmmaSw128Tile<kBlockN, kHeadDim / 2>;
+  using VtTile = GmmaSw128Tile<kHeadDimV, kBlockN / 2>;  // V^T: Dv rows of kBlockN keys
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+  static constexpr int kStageBytes = KTile::kBytes + VtTile::kBytes;
+  static constexpr int kBarrierBytes = 2 * 8 + 2 * 2 * 4 * 8;  // Q's two barriers, two rings of up to 4 stages
+  static constexpr int bytes(int stages) { return 1024 + QTile::kBytes + stages * kStageBytes + kBarrierBytes; }
+  static constexpr int kMaxSmem = 227 * 1024;
+  static constexpr int kStages = bytes(4) <= kMaxSmem ? 4 : bytes(3) <= kMaxSmem ? 3 : 2;
+  static constexpr int kSmemBytes = bytes(kStages);
+
+  static_assert(kHeadDim == 128 || kHeadDim == 256, "whole 128-byte rows, one wgmma for O (N <= 256)");
+  static_assert(fp8_p_key(0) == 0 && fp8_p_key(3) == 9 && fp8_p_key(4) == 2 && fp8_p_key(31) == 31,
+                "the key order of the P fragment");
+  static_assert(bytes(2) <= kMaxSmem, "two stages of K and V^T fit beside Q");
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
+};
+
+}  // namespace ffpa

@@ -1,0 +1,123 @@
+// Definition of the FP8 (e4m3) forward launcher: V^T by the pre-pass (kernels/fp8_v_transpose.cuh)
+// into p.vt (sized by the op: vt_bytes), the TMA maps of Q, K and V^T, the shared-memory opt-in and
+// one block per 128 query rows of each (batch, head) (kernels/fa2_fwd_sm90_fp8.cuh), the output
+// dtype picked by p.out_fp16. sm_90a builds only; included only by the generated instantiation files.
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "ffpa/kernels/fa2_fwd_sm90_fp8.cuh"
+#include "ffpa/kernels/fp8_v_transpose.cuh"
+#include "ffpa/traits/fp8_traits.h"
+#include "launch/fwd_launcher.h"
+#include "launch/heuristics.h"
+#include "launch/tma_desc.h"
+
+namespace ffpa::launch {
+
+template <typename Element, int kHeadDim, int kHeadDimV>
+struct Fp8Launcher<Element, kHeadDim, kHeadDimV>::Impl {
+  static_assert(std::is_same_v<Element, __nv_fp8_e4m3> && kHeadDim == kHeadDimV, "e4m3, E = Ev");
+  using Traits = Fa2Fp8Traits<kHeadDim>;
+  template <typename Out>
+  struct Variant {
+    static inline bool opted_in[64] = {};
+    static constexpr auto kernel = &attn::fa2_fwd_fp8_kernel<Traits, Out>;
+  };
+
+  // Q and K: 128-byte chunks (one TMA box of every chunk of box_rows positions); V^T: 128 keys x Dv.
+  static cudaError_t encode_maps(const FwdParams& p, attn::Fp8TmaMaps* m) {
+    constexpr int kChunks = kHeadDim / 128;
+    auto qk = [](CUtensorMap* map, const void* base, int rows, int heads, int batch, int64_t row_stride,
+                 int64_t head_stride, int64_t batch_stride, int box_rows) {
+      const uint64_t dims[5] = {128, static_cast<uint64_t>(rows), kChunks, static_cast<uint64_t>(heads),
+                                static_cast<uint64_t>(batch)};
+      const int64_t strides[5] = {1, row_stride, 128, head_stride, batch_stride};
+      const uint32_t box[5] = {128, static_cast<uint32_t>(box_rows), kChunks, 1, 1};
+      return encode_strided_tma(map, TmaElem::kUInt8, base, 5, dims, strides, box);
+    };
+    cudaError_t err = qk(&m->q, p.q, p.len_q, p.heads_q, p.batch, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
+                         Traits::kBlockM);
+    if (err == cudaSuccess)
+      err = qk(&m->k, p.k, p.len_kv, p.heads_kv, p.batch, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
+               Traits::kBlockN);
+    if (err == cudaSuccess) {
+      const uint64_t dims[4] = {static_cast<uint64_t>(p.vt_len), kHeadDimV, static_cast<uint64_t>(p.heads_kv),
+                                static_cast<uint64_t>(p.batch)};
+      const int64_t strides[4] = {1, p.vt_len, static_cast<int64_t>(kHeadDimV) * p.vt_len,
+                                  static_cast<int64_t>(p.heads_kv) * kHeadDimV * p.vt_len};
+      const uint32_t box[4] = {Traits::kBlockN, kHeadDimV, 1, 1};
+      err = encode_strided_tma(&m->vt, TmaElem::kUInt8, p.vt, 4, dims, strides, box);
+    }
+    return err;
+  }
+
+  template <typename Out>
+  static cudaError_t launch(const FwdParams& p, const attn::Fp8TmaMaps& maps, int64_t items, cudaStream_t stream) {
+    using V = Variant<Out>;
+    cudaError_t err = opt_in_smem(V::kernel, Traits::kSmemBytes, V::opted_in);
+    if (err != cudaSuccess) return err;
+    V::kernel<<<static_cast<unsigned>(items), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
+    return cudaGetLastError();
+  }
+
+  static cudaError_t run(const FwdParams& p, cudaStream_t stream) {
+    if (p.head_dim != kHeadDim || p.head_dim_v != kHeadDimV || p.vt == nullptr || p.vt_len % 32 != 0 ||
+        p.vt_len < p.len_kv || p.mask != nullptr)
+      return cudaErrorInvalidValue;
+    if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
+    const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
+    const int64_t key_blocks = (p.vt_len + kernels::kFp8TransposeKeys - 1) / kernels::kFp8TransposeKeys;
+    if (items > INT32_MAX || key_blocks > INT32_MAX || p.heads_kv > kMaxGridYZ || p.batch > kMaxGridYZ)
+      return cudaErrorNotSupported;
+    alignas(64) attn::Fp8TmaMaps maps;
+    if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
+    kernels::fp8_v_transpose_kernel<kHeadDimV>
+        <<<dim3(static_cast<unsigned>(key_blocks), p.heads_kv, p.batch), kernels::kFp8TransposeThreads, 0, stream>>>(p);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    return p.out_fp16 ? launch<__half>(p, maps, items, stream) : launch<__nv_bfloat16>(p, maps, items, stream);
+  }
+
+  static cudaError_t info(bool query_attributes, KernelInfo* out) {
+    KernelInfo k;
+    k.family = Family::kFp8;
+    k.level = 0;
+    k.wgmma = true;
+    k.head_dim = kHeadDim;
+    k.head_dim_v = kHeadDimV;
+    k.block_m = Traits::kBlockM;
+    k.block_n = Traits::kBlockN;
+    k.warps_m = 4 * Traits::kConsumers;
+    k.warps_n = 1;
+    k.producer_warps = 4;
+    k.chunk_d = kHeadDim;
+    k.group_d = kHeadDimV;
+    k.threads = Traits::kThreads;
+    k.num_stages = Traits::kStages;
+    k.smem_bytes = Traits::kSmemBytes;
+    if (query_attributes) {
+      const cudaError_t err = query_kernel_attributes(Variant<__nv_bfloat16>::kernel, &k);
+      if (err != cudaSuccess) return err;
+    }
+    *out = k;
+    return cudaSuccess;
+  }
+};
+
+template <typename Element, int kHeadDim, int kHeadDimV>
+cudaError_t Fp8Launcher<Element, kHeadDim, kHeadDimV>::run(FwdParams p, cudaStream_t stream) {
+  return Impl::run(p, stream);
+}
+
+template <typename Element, int kHeadDim, int kHeadDimV>
+cudaError_t Fp8Launcher<Element, kHeadDim, kHeadDimV>::info(int num_stages, bool query_attributes, KernelInfo* out) {
+  if (num_stages != 0) return cudaErrorInvalidValue;  // the ring's depth is the traits'
+  return Impl::info(query_attributes, out);
+}
+
+}  // namespace ffpa::launch

@@ -1,0 +1,91 @@
+"""The FP8 op of the extension (``torch.ops.ffpa_attn.ffpa_fp8_fwd``): its schema check, fake kernel,
+which head dims the build has for it and where it runs. No argument checks (``_fp8`` does them) and no
+fallback.
+
+Schema: ``ffpa_fp8_fwd(q (B, Hq, L, D), k (B, Hkv, S, D), v (B, Hkv, S, D) float8_e4m3fn, q_descale?,
+k_descale?, v_descale? (float32, 2-D broadcasting to their tensor's (B, H)), scale, v_scale, is_causal,
+causal_bottom_right, out_fp16) -> (out (B, Hq, L, D) bf16 or fp16, lse (B, Hq, L) fp32)``.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, FrozenSet, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _ops, _spec
+
+__all__ = ["available", "pairs", "runs_on", "ffpa_fp8_fwd", "FAMILY"]
+
+FAMILY = "fp8"
+_QUALNAME = "ffpa_attn::ffpa_fp8_fwd"
+_OP_ARGS = _spec.op_args("ffpa_fp8_fwd")
+
+
+def _lookup() -> Any:
+    if not _ops.extension_available():
+        return None
+    try:
+        op = torch.ops.ffpa_attn.ffpa_fp8_fwd
+    except (AttributeError, RuntimeError):
+        return None
+    if _ops._schema_args(op) != _OP_ARGS:  # a binary from other sources: do not bind by position
+        warnings.warn(
+            f"ffpa_attn: ffpa_attn._C registers ffpa_fp8_fwd({', '.join(_ops._schema_args(op))}), this Python "
+            f"layer calls ffpa_fp8_fwd({', '.join(_OP_ARGS)}): rebuild the extension; FP8 calls run dequantized "
+            "meanwhile.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return op
+
+
+_OP = _lookup()
+
+
+def available() -> bool:
+    """True when the extension registers the FP8 op and compiled its kernel for some head dim."""
+    return _OP is not None and bool(pairs())
+
+
+def pairs() -> FrozenSet[Tuple[int, int]]:
+    """(D, Dv) pairs the FP8 family is compiled for (empty without the extension)."""
+    return _ops.head_dim_pairs(FAMILY) if _OP is not None else frozenset()
+
+
+def runs_on(device: torch.device) -> bool:
+    """The FP8 kernel is sm_90a code: it runs on compute capability 9.0 only."""
+    if device.type != "cuda":
+        return False
+    return tuple(torch.cuda.get_device_capability(device)) == (9, 0)
+
+
+def _fake(q: Tensor, k: Tensor, v: Tensor, q_descale: Optional[Tensor], k_descale: Optional[Tensor],
+          v_descale: Optional[Tensor], scale: float, v_scale: float, is_causal: bool, causal_bottom_right: bool,
+          out_fp16: bool) -> Tuple[Tensor, Tensor]:
+    torch._check(q.dim() == 4, lambda: f"ffpa_fp8_fwd: q must be 4-D, got {q.dim()}-D")
+    torch._check(v.dim() == 4, lambda: f"ffpa_fp8_fwd: v must be 4-D, got {v.dim()}-D")
+    b, h, length, _ = q.shape
+    out = q.new_empty((b, h, length, v.shape[-1]), dtype=torch.float16 if out_fp16 else torch.bfloat16)
+    return out, q.new_empty((b, h, length), dtype=torch.float32)
+
+
+if _OP is not None and not torch._C._dispatch_has_kernel_for_dispatch_key(_QUALNAME, "Meta"):
+    try:
+        torch.library.register_fake(_QUALNAME)(_fake)
+    except RuntimeError as exc:  # e.g. already registered (module reloaded)
+        if "already" not in str(exc):
+            warnings.warn(f"ffpa_attn: could not register the fake kernel of {_QUALNAME} ({exc})",
+                          RuntimeWarning, stacklevel=2)
+
+
+def ffpa_fp8_fwd(q: Tensor, k: Tensor, v: Tensor, q_descale: Optional[Tensor], k_descale: Optional[Tensor],
+                 v_descale: Optional[Tensor], scale: float, v_scale: float, is_causal: bool,
+                 causal_bottom_right: bool, out_fp16: bool) -> Tuple[Tensor, Tensor]:
+    """Thin wrapper of ``torch.ops.ffpa_attn.ffpa_fp8_fwd`` (no checks, no fallback)."""
+    if _OP is None:
+        raise RuntimeError(f"torch.ops.ffpa_attn.ffpa_fp8_fwd is not available: {_ops.import_error()}")
+    return _OP.default(q, k, v, q_descale, k_descale, v_descale, scale, v_scale, is_causal, causal_bottom_right,
+                       out_fp16)
