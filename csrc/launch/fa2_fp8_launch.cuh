@@ -29,7 +29,7 @@ struct Fp8Launcher<Element, kHeadDim, kHeadDimV>::Impl {
     static constexpr auto kernel = &attn::fa2_fwd_fp8_kernel<Traits, Out>;
   };
 
-  // Q and K: 128-byte chunks (one TMA box of every chunk of box_rows positions); V^T: 128 keys x Dv.
+  // Q and K: 128-byte chunks (one TMA box of every chunk of box_rows positions); V^T: boxes of 128 keys x Dv.
   static cudaError_t encode_maps(const FwdParams& p, attn::Fp8TmaMaps* m) {
     constexpr int kChunks = kHeadDim / 128;
     auto qk = [](CUtensorMap* map, const void* base, int rows, int heads, int batch, int64_t row_stride,
@@ -50,7 +50,7 @@ struct Fp8Launcher<Element, kHeadDim, kHeadDimV>::Impl {
                                 static_cast<uint64_t>(p.batch)};
       const int64_t strides[4] = {1, p.vt_len, static_cast<int64_t>(kHeadDimV) * p.vt_len,
                                   static_cast<int64_t>(p.heads_kv) * kHeadDimV * p.vt_len};
-      const uint32_t box[4] = {Traits::kBlockN, kHeadDimV, 1, 1};
+      const uint32_t box[4] = {128, kHeadDimV, 1, 1};  // one 128-key chunk of a tile
       err = encode_strided_tma(&m->vt, TmaElem::kUInt8, p.vt, 4, dims, strides, box);
     }
     return err;

@@ -1,6 +1,7 @@
 """Development probe of the FP8 kernel (#17): TFLOPS of ffpa_attn.forward on e4m3 inputs beside our bf16
 FA-2 and SDPA cuDNN on the same shapes, and the FP8 GEMM ceiling (torch._scaled_mm) of the same run.
-Bench's interleaved timer (L2 flushed, medians). Env SHAPES 'BxHxN ...', DIMS, CAUSAL=0/1."""
+Bench's interleaved timer (L2 flushed, medians). Env SHAPES 'BxHxN ...', DIMS, CAUSAL=0/1, VARIANTS
+(values of FFPA_DEV_WS, a temporary A/B switch a launcher may read: '0,1')."""
 import os
 import sys
 
@@ -28,9 +29,11 @@ for shape in os.environ.get("SHAPES", "4x8x8448 1x32x8192").split():
             q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
             (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
 
-            def fp8():
+            def fp8(var="0"):
+                os.environ["FFPA_DEV_WS"] = var
                 return ffpa_attn.forward(q8, k8, v8, is_causal=causal, q_descale=qd, k_descale=kd, v_descale=vd,
                                          strict=True)
+            variants = os.environ.get("VARIANTS", "0").split(",")
 
             def bf16():
                 return ffpa_attn.forward(q, k, v, is_causal=causal, strict=True)
@@ -41,10 +44,12 @@ for shape in os.environ.get("SHAPES", "4x8x8448 1x32x8192").split():
 
             ref = F.scaled_dot_product_attention(*(x.float() * d[..., None, None] for x, d in ((q8, qd), (k8, kd), (v8, vd))),
                                                  is_causal=causal)
-            out = fp8().float()
-            rmse = ((out - ref).pow(2).mean().sqrt() / ref.pow(2).mean().sqrt()).item()
-            t = _time_interleaved([fp8, bf16, cudnn], 10, 40, flush=flush)
+            rmse = [((fp8(var).float() - ref).pow(2).mean().sqrt() / ref.pow(2).mean().sqrt()).item() for var in variants]
+            fns = [lambda var=var: fp8(var) for var in variants] + [bf16, cudnn]
+            t = _time_interleaved(fns, 10, 40, flush=flush)
             flops = 4 * B * H * N * N * D * (0.5 if causal else 1.0)
             tf = [flops / (x * 1e-3) / 1e12 for x in t]
-            print(f"B{B} H{H} N{N} D{D} causal={int(causal)}: fp8 {tf[0]:.0f} | bf16 fa2 {tf[1]:.0f} | cudnn bf16 "
-                  f"{tf[2]:.0f} TFLOPS | fp8/bf16 {tf[0] / tf[1]:.2f} | rel RMSE {rmse:.2e}", flush=True)
+            nv = len(variants)
+            f8 = " ".join(f"v{v}={x:.0f} (rmse {r:.2e})" for v, x, r in zip(variants, tf, rmse))
+            print(f"B{B} H{H} N{N} D{D} causal={int(causal)}: fp8 {f8} | bf16 fa2 {tf[nv]:.0f} | cudnn bf16 "
+                  f"{tf[nv + 1]:.0f} TFLOPS | best fp8/bf16 {max(tf[:nv]) / tf[nv]:.2f}", flush=True)

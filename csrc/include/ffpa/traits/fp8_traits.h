@@ -1,6 +1,6 @@
 // The FP8 (e4m3) attention kernel's tile (kernels/fa2_fwd_sm90_fp8.cuh): FA-2 style on Hopper, two
-// consumer warpgroups of 64 query rows and one producer warpgroup, 128-key tiles, the whole head dim
-// per tile. Torch-free.
+// consumer warpgroups of 64 query rows and one producer warpgroup, the whole head dim per tile.
+// Torch-free.
 //
 // Shared-memory operands are 128-byte-swizzled rows of bytes: a 128-byte chunk holds 128 e4m3
 // values, so the layouts are GmmaSw128Tile's with half the columns (a b16 "column" = two bytes), and a
@@ -27,14 +27,16 @@ struct Fa2Fp8Traits {
   static constexpr int kHeadDimV = kHeadDim_;
   static constexpr int kConsumers = 2;
   static constexpr int kBlockM = 64 * kConsumers;  // query rows per block
-  static constexpr int kBlockN = 128;              // keys per tile: one 128-byte row of V^T
+  // Keys per tile: 192 at D = 128 (S, O and P in 184 of the 240 registers), 128 at 256 (O alone takes
+  // 128). A V^T row is 128-byte chunks of keys, the last one of a 192-key tile half used.
+  static constexpr int kBlockN = kHeadDim_ <= 128 ? 192 : 128;
   static constexpr int kKStepsQK = kHeadDim / 32;
   static constexpr int kKStepsPV = kBlockN / 32;
   static constexpr int kNTilesS = kBlockN / 8;
   static constexpr int kNTilesO = kHeadDimV / 8;
   using QTile = GmmaSw128Tile<kBlockM, kHeadDim / 2>;   // bytes: kHeadDim e4m3 per row
   using KTile = GmmaSw128Tile<kBlockN, kHeadDim / 2>;
-  using VtTile = GmmaSw128Tile<kHeadDimV, kBlockN / 2>;  // V^T: Dv rows of kBlockN keys
+  using VtTile = GmmaSw128Tile<kHeadDimV, 64 * ((kBlockN + 127) / 128)>;  // V^T: Dv rows of whole 128-key chunks
   static constexpr int kThreads = 128 * (kConsumers + 1);
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
@@ -46,6 +48,7 @@ struct Fa2Fp8Traits {
   static constexpr int kSmemBytes = bytes(kStages);
 
   static_assert(kHeadDim == 128 || kHeadDim == 256, "whole 128-byte rows, one wgmma for O (N <= 256)");
+  static_assert(kBlockN % 32 == 0 && kKStepsPV * 32 == kBlockN, "whole k-steps of P V");
   static_assert(fp8_p_key(0) == 0 && fp8_p_key(3) == 9 && fp8_p_key(4) == 2 && fp8_p_key(31) == 31,
                 "the key order of the P fragment");
   static_assert(bytes(2) <= kMaxSmem, "two stages of K and V^T fit beside Q");
