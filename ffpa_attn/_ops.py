@@ -311,12 +311,12 @@ def _index() -> Dict[Tuple[str, int, int, str, str], Tuple[Tuple[str, str, int],
 def kernel_families(op: str, E: int, Ev: int, dtype: Optional[str] = None, acc: str = "auto",
                     level: Optional[int] = None, cc: Optional[Tuple[int, int]] = None) -> Tuple[str, ...]:
     """Families with a compiled kernel of ``op`` ("fwd" or "decode") for head dims (E, Ev), dtype name
-    ``dtype`` (None: any), accumulation ``acc`` ("auto" = fp32), FFPA ``level`` (None: any) that runs
+    ``dtype`` (None: fp16 or bf16), accumulation ``acc`` ("auto" = fp32), FFPA ``level`` (None: any) that runs
     on compute capability ``cc`` (None: any), in spec order. Whether one exists decides fallback;
     which one runs is the C++ chooser's (csrc/launch/route.cpp; ``chosen_kernel`` asks it)."""
     want_acc = "fp32" if acc == "auto" else acc
     index = _index() if not torch.compiler.is_compiling() or _INDEX_OF is _REGISTRY else None
-    dtypes = (dtype,) if dtype is not None else tuple(t.torch for t in _spec.DTYPES.values())
+    dtypes = (dtype,) if dtype is not None else _spec.B16_TORCH
     found = set()
     for dt in dtypes:
         if index is not None:

@@ -22,10 +22,10 @@ _HALF_ACCS = tuple(a for a in _spec.ACCS if a != "fp32")  # need float16 inputs 
 _MAX_GRID_YZ = _spec.MAX_GRID_YZ
 _MAX_HEADS = _MAX_GRID_YZ  # query heads: grid y of the kernels
 _MAX_MASK_SLICES = _MAX_GRID_YZ  # (batch, head) slices of a mask: grid z of the block-map pass
-_KERNEL_DTYPES = tuple(getattr(torch, t.torch) for t in _spec.DTYPES.values())
+_KERNEL_DTYPES = tuple(getattr(torch, t) for t in _spec.B16_TORCH)  # the ffpa_fwd op's (FP8: _fp8.py)
 _MASK_DTYPES = (torch.bool, torch.float16, torch.bfloat16, torch.float32)
 _LEVEL_FAMILY = _spec.LEVEL_NAMES  # families a forced level runs
-_DTYPE_NAMES = {getattr(torch, t.torch): t.torch for t in _spec.DTYPES.values()}  # as in build_info()
+_DTYPE_NAMES = {getattr(torch, t): t for t in _spec.B16_TORCH}  # as in build_info()
 
 # Plain dicts keyed by CUDA device index (dynamo reads them; only eager code writes):
 _capability_cache: dict = {}  # -> (major, minor)

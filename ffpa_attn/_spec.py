@@ -68,6 +68,7 @@ DTYPES = {
     "e4m3": DType("__nv_fp8_e4m3", "kE4M3", "float8_e4m3fn", 2),  # the FP8 family's only
 }
 _B16 = ("fp16", "bf16")
+B16_TORCH = tuple(DTYPES[k].torch for k in _B16)  # the dtypes of the ffpa_fwd / ffpa_decode ops
 
 # MMA accumulation modes: the op's `acc` argument takes their codes (0: auto, fp32), which are the
 # values of the C++ enum AccMode (static_asserts in the generated registry). fp32 everywhere; fp16 /
@@ -168,7 +169,8 @@ FAMILIES = (
 )
 BY_KEY = {f.key: f for f in FAMILIES}
 NAMES = tuple(dict.fromkeys(f.name for f in FAMILIES))  # family names, in spec order
-FWD_NAMES = tuple(n for n in NAMES if any(f.op == "fwd" and f.name == n for f in FAMILIES))
+# Families of the forward op on fp16/bf16 inputs (the FP8 line serves e4m3 through its own op).
+FWD_NAMES = tuple(n for n in NAMES if any(f.op == "fwd" and f.name == n and "bf16" in f.dtypes for f in FAMILIES))
 LEVEL_NAMES = {f.level: f.name for f in FAMILIES if f.level}  # FFPA level -> the family `level=` forces
 
 assert len(BY_KEY) == len(FAMILIES), "two family lines share a name and tag"

@@ -16,7 +16,8 @@ import torch
 import ffpa_attn
 
 pytestmark = pytest.mark.requires_extension
-FAMILIES = ("fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3", "decode")
+FAMILIES = ("fa2", "ffpa_l1", "ffpa_l2", "ffpa_l3", "decode", "fp8")
+B16 = {"float16", "bfloat16"}
 FFPA = ("ffpa_l1", "ffpa_l2", "ffpa_l3")
 
 
@@ -41,7 +42,10 @@ def test_build_info_lists_what_was_compiled():
             assert "fp32" in accs and set(accs) <= {"fp32", "fp16", "mixed"}
             if dt != "float16" or family == "fa2":
                 assert accs == ["fp32"], (family, dt, accs)
-    assert set(info["dtypes"]) <= {"float16", "bfloat16"} and info["dtypes"]
+    assert set(info["dtypes"]) <= B16 | {"float8_e4m3fn"} and set(info["dtypes"]) & B16
+    # the FP8 family takes e4m3 only, and only it does
+    for family in info["families"]:
+        assert (set(info["accs"][family]) == {"float8_e4m3fn"}) == (family == "fp8"), (family, info["accs"][family])
     assert info["archs"] and info["cuda_version"]
     # The manifest names the PTX it embeds (the lowest arch), which routing trusts for newer GPUs.
     assert info["ptx"] == [min(info["archs"], key=lambda a: int(a.rstrip("a")))]
@@ -110,7 +114,7 @@ def test_fa2_kernel_info():
     info = ffpa_attn.build_info()
     if not _pairs("fa2"):
         pytest.skip("no FA-2 kernel in this build")
-    for dt in info["dtypes"]:
+    for dt in info["accs"]["fa2"]:
         for e, ev in _pairs("fa2"):
             c = C.kernel_info(dt, "fa2", e, ev)
             assert (c["family"], c["level"], c["head_dim"], c["head_dim_v"]) == ("fa2", 0, e, ev), c
@@ -297,6 +301,10 @@ def test_chooser_reads_the_registry():
         if e["op"] == "decode":
             assert _ops.chosen_kernel(dt, *pair, op="decode")["family"] == "decode"
             continue
+        if e["family"] == "fp8":  # e4m3 inputs: the FP8 line serves them on its arch, nothing else does
+            got = _ops.chosen_kernel(dt, *pair)
+            assert (got is not None and got["family"] == "fp8") == (cc == (9, 0)), (e, got)
+            continue
         got = _ops.chosen_kernel(dt, *pair)
         assert got is not None, e
         # on Hopper the per-arch kernels come first: FFPA L1's at D = 320 / 384, beside FA-2's mma.sync
@@ -347,6 +355,6 @@ def test_manifest_registry_lists_every_compiled_kernel():
         assert {(e["E"], e["Ev"]) for e in entries} == set(_pairs(family)), family
         for dt, accs in info["accs"][family].items():
             assert sorted({e["acc"] for e in entries if e["dtype"] == dt}) == accs, (family, dt)
-        assert {e["level"] for e in entries} == ({0} if family in ("fa2", "decode") else {int(family[-1])})
-        assert {e["auto"] for e in entries} == ({"first"} if family in ("fa2", "decode") else {"heuristic"})
+        assert {e["level"] for e in entries} == ({0} if family in ("fa2", "decode", "fp8") else {int(family[-1])})
+        assert {e["auto"] for e in entries} == ({"first"} if family in ("fa2", "decode", "fp8") else {"heuristic"})
         assert {e["op"] for e in entries} == ({"decode"} if family == "decode" else {"fwd"})

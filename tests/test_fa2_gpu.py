@@ -318,7 +318,7 @@ def test_fa2_kernel_info_and_no_register_spills():
     for path in MMA_PATHS:
         ffpa_attn.set_fa2_mma(path)
         try:
-            for dt in INFO["dtypes"]:
+            for dt in INFO["accs"]["fa2"]:
                 for e, ev in FA2_PAIRS:
                     info = C.kernel_info(dt, "fa2", e, ev, 0, True)
                     assert info["family"] == "fa2" and info["level"] == 0 and info["chunk_d"] == e
