@@ -9,8 +9,8 @@ count: ``(B, Hkv)`` for key and value under GQA).
 
 On Hopper (compute capability 9.0, an sm_90a build) the FP8 kernel runs the call
 (``kernels/fa2_fwd_sm90_fp8.cuh``: wgmma e4m3, fp32 accumulation) where it takes it: 4-D ``(B, H, L, D)``
-inputs with D = 128 or 256 (key and value the same), no ``attn_mask``, no dropout, causal in either
-alignment, GQA, any lengths, rows 16-byte aligned. Elsewhere the call runs on the inputs dequantized to
+inputs with D = 128 or 256 (key and value the same), bool or additive ``attn_mask`` or causal in either
+alignment, GQA, any lengths, rows 16-byte aligned, no dropout. Elsewhere the call runs on the inputs dequantized to
 ``out_dtype`` -- our bf16/fp16 kernels where they take the call, else SDPA -- with a one-time
 ``FFPAFallbackWarning``; ``strict=True`` raises ``FFPAUnsupportedError`` instead. Other FP8 kinds (e5m2,
 the fnuz variants) are a ``FFPATypeError`` naming what is supported.
@@ -149,15 +149,28 @@ def _descale_2d(d: Any) -> Tuple[float, Optional[Tensor]]:
     return 1.0, d.reshape(1, 1) if d.dim() == 0 else d
 
 
-def kernel_why_not(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dropout_p: float, enable_gqa: bool) -> str:
-    """Why the FP8 kernel cannot take this call ("" when it can)."""
-    from . import _fp8_ops
+def kernel_why_not(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dropout_p: float, enable_gqa: bool,
+                   is_causal: bool = False) -> str:
+    """Why the FP8 kernel cannot take this call ("" when it can). Calls SDPA rejects (a mask with
+    is_causal, a mask that does not broadcast) are not taken either: the fallback raises SDPA's error."""
+    from . import _fp8_ops, _routing
     if not _fp8_ops.available():
         return "no FP8 kernel in this build"
     if not _fp8_ops.runs_on(query.device):
         return "the FP8 kernel needs a compute capability 9.0 GPU (Hopper)"
     if attn_mask is not None:
-        return "attn_mask is not supported by the FP8 kernel yet"
+        if not isinstance(attn_mask, Tensor) or is_causal or attn_mask.device != query.device or attn_mask.dim() > 4:
+            return "this attn_mask"
+        if query.dim() == 4 and key.dim() >= 2:
+            full = (query.shape[0], query.shape[1], query.shape[2], key.shape[-2])
+            try:
+                if tuple(torch.broadcast_shapes(tuple(attn_mask.shape), full)) != full:
+                    return "an attn_mask that does not broadcast to the scores"
+            except RuntimeError:
+                return "an attn_mask that does not broadcast to the scores"
+        why = _routing._mask_reason(attn_mask, tuple(query.shape))
+        if why is not None:
+            return why
     if dropout_p != 0.0:
         return "dropout"
     if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
@@ -179,15 +192,18 @@ def kernel_why_not(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dr
     return ""
 
 
-def kernel_call(query: Tensor, key: Tensor, value: Tensor, is_causal: bool, scale: Optional[float],
-                causal_align: str, dtype: torch.dtype, qd: Any, kd: Any, vd: Any) -> Tuple[Tensor, Tensor]:
+def kernel_call(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor], is_causal: bool,
+                scale: Optional[float], causal_align: str, dtype: torch.dtype, qd: Any, kd: Any,
+                vd: Any) -> Tuple[Tensor, Tensor]:
     """The FP8 kernel on a call kernel_why_not() accepted: (out, lse)."""
     from . import _fp8_ops
+    from ._masks import mask_as_4d
     qs, qt = _descale_2d(qd)
     ks, kt = _descale_2d(kd)
     vs, vt = _descale_2d(vd)
     sc = (1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)) * qs * ks
-    return _fp8_ops.ffpa_fp8_fwd(query, key, value, qt, kt, vt, sc, vs, bool(is_causal),
+    m4 = None if attn_mask is None else mask_as_4d(attn_mask, query.shape)
+    return _fp8_ops.ffpa_fp8_fwd(query, key, value, qt, kt, vt, m4, sc, vs, bool(is_causal),
                                  causal_align == "bottom_right", dtype == torch.float16)
 
 

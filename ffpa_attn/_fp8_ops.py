@@ -3,8 +3,9 @@ which head dims the build has for it and where it runs. No argument checks (``_f
 fallback.
 
 Schema: ``ffpa_fp8_fwd(q (B, Hq, L, D), k (B, Hkv, S, D), v (B, Hkv, S, D) float8_e4m3fn, q_descale?,
-k_descale?, v_descale? (float32, 2-D broadcasting to their tensor's (B, H)), scale, v_scale, is_causal,
-causal_bottom_right, out_fp16) -> (out (B, Hq, L, D) bf16 or fp16, lse (B, Hq, L) fp32)``.
+k_descale?, v_descale? (float32, 2-D broadcasting to their tensor's (B, H)), attn_mask? (4-D, each dim 1
+or full, as ffpa_fwd's), scale, v_scale, is_causal, causal_bottom_right, out_fp16) -> (out (B, Hq, L, D)
+bf16 or fp16, lse (B, Hq, L) fp32)``.
 """
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ def runs_on(device: torch.device) -> bool:
 
 
 def _fake(q: Tensor, k: Tensor, v: Tensor, q_descale: Optional[Tensor], k_descale: Optional[Tensor],
-          v_descale: Optional[Tensor], scale: float, v_scale: float, is_causal: bool, causal_bottom_right: bool,
-          out_fp16: bool) -> Tuple[Tensor, Tensor]:
+          v_descale: Optional[Tensor], attn_mask: Optional[Tensor], scale: float, v_scale: float, is_causal: bool,
+          causal_bottom_right: bool, out_fp16: bool) -> Tuple[Tensor, Tensor]:
     torch._check(q.dim() == 4, lambda: f"ffpa_fp8_fwd: q must be 4-D, got {q.dim()}-D")
     torch._check(v.dim() == 4, lambda: f"ffpa_fp8_fwd: v must be 4-D, got {v.dim()}-D")
     b, h, length, _ = q.shape
@@ -82,10 +83,10 @@ if _OP is not None and not torch._C._dispatch_has_kernel_for_dispatch_key(_QUALN
 
 
 def ffpa_fp8_fwd(q: Tensor, k: Tensor, v: Tensor, q_descale: Optional[Tensor], k_descale: Optional[Tensor],
-                 v_descale: Optional[Tensor], scale: float, v_scale: float, is_causal: bool,
-                 causal_bottom_right: bool, out_fp16: bool) -> Tuple[Tensor, Tensor]:
+                 v_descale: Optional[Tensor], attn_mask: Optional[Tensor], scale: float, v_scale: float,
+                 is_causal: bool, causal_bottom_right: bool, out_fp16: bool) -> Tuple[Tensor, Tensor]:
     """Thin wrapper of ``torch.ops.ffpa_attn.ffpa_fp8_fwd`` (no checks, no fallback)."""
     if _OP is None:
         raise RuntimeError(f"torch.ops.ffpa_attn.ffpa_fp8_fwd is not available: {_ops.import_error()}")
-    return _OP.default(q, k, v, q_descale, k_descale, v_descale, scale, v_scale, is_causal, causal_bottom_right,
-                       out_fp16)
+    return _OP.default(q, k, v, q_descale, k_descale, v_descale, attn_mask, scale, v_scale, is_causal,
+                       causal_bottom_right, out_fp16)

@@ -29,10 +29,11 @@ OPS = {
                    "Tensor? block_table, Tensor? attn_mask, float scale, bool causal, int num_splits) "
                    "-> (Tensor out, Tensor lse)",
     # FP8 (e4m3) q/k/v; descales float32 of their tensor's (B, H) (any strides, 0 where broadcast);
-    # scale includes float q/k descales, v_scale a float v descale; out_fp16: fp16 output, else bf16.
+    # attn_mask as ffpa_fwd's; scale includes float q/k descales, v_scale a float v descale; out_fp16:
+    # fp16 output, else bf16.
     "ffpa_fp8_fwd": "ffpa_fp8_fwd(Tensor q, Tensor k, Tensor v, Tensor? q_descale, Tensor? k_descale, "
-                    "Tensor? v_descale, float scale, float v_scale, bool is_causal, bool causal_bottom_right, "
-                    "bool out_fp16) -> (Tensor out, Tensor lse)",
+                    "Tensor? v_descale, Tensor? attn_mask, float scale, float v_scale, bool is_causal, "
+                    "bool causal_bottom_right, bool out_fp16) -> (Tensor out, Tensor lse)",
 }
 
 MAX_GRID_YZ = 65535  # CUDA's gridDim.y/z limit: query heads, mask (batch, head) slices (ffpa::kMaxGridYZ)

@@ -382,11 +382,11 @@ def _forward_fp8(query, key, value, attn_mask, dropout_p, is_causal, scale, enab
     dtype, qd, kd, vd = _fp8.check(query, key, value, q_descale, k_descale, v_descale, out_dtype)
     dropout_p, scale = _plain_args(is_causal, enable_gqa, return_lse, strict, dropout_p, scale, level, acc,
                                    num_stages, causal_align)
-    why = _fp8.kernel_why_not(query, key, value, attn_mask, dropout_p, enable_gqa)
+    why = _fp8.kernel_why_not(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal)
     if not why and (level is not None or acc != "auto" or num_stages is not None):
         why = "level, acc and num_stages choose among the bf16/fp16 kernels"
     if not why:
-        out, lse = _fp8.kernel_call(query, key, value, is_causal, scale, causal_align, dtype, qd, kd, vd)
+        out, lse = _fp8.kernel_call(query, key, value, attn_mask, is_causal, scale, causal_align, dtype, qd, kd, vd)
         return (out, lse) if return_lse else out
     _fallback_notice(_fp8.REASON.format(why=why, dtype=str(dtype).replace("torch.", "")), strict)
     q, k, v, v_factor = _fp8.dequantize(query, key, value, dtype, qd, kd, vd)

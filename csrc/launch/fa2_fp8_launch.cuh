@@ -1,5 +1,5 @@
 // Definition of the FP8 (e4m3) forward launcher: V^T by the pre-pass (kernels/fp8_v_transpose.cuh)
-// into p.vt (sized by the op: vt_bytes), the TMA maps of Q, K and V^T, the shared-memory opt-in and
+// into p.vt (sized by the op), the TMA maps of Q, K and V^T, the shared-memory opt-in and
 // one block per 128 query rows of each (batch, head) (kernels/fa2_fwd_sm90_fp8.cuh), the output
 // dtype picked by p.out_fp16. sm_90a builds only; included only by the generated instantiation files.
 #pragma once
@@ -67,8 +67,11 @@ struct Fp8Launcher<Element, kHeadDim, kHeadDimV>::Impl {
 
   static cudaError_t run(const FwdParams& p, cudaStream_t stream) {
     if (p.head_dim != kHeadDim || p.head_dim_v != kHeadDimV || p.vt == nullptr || p.vt_len % 32 != 0 ||
-        p.vt_len < p.len_kv || p.mask != nullptr)
+        p.vt_len < p.len_kv)
       return cudaErrorInvalidValue;
+    if (p.mask != nullptr && (p.block_map == nullptr || p.block_map_m != Traits::kBlockM ||
+                              p.block_map_n != Traits::kBlockN))
+      return cudaErrorInvalidValue;  // a mask comes with its block map at this kernel's tile
     if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
     const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
     const int64_t key_blocks = (p.vt_len + kernels::kFp8TransposeKeys - 1) / kernels::kFp8TransposeKeys;

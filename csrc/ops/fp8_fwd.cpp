@@ -1,5 +1,5 @@
 // The FP8 forward op: argument checks, the output and the V^T workspace, descale pointers and
-// strides, the translation tensors -> FwdParams, and cudaError_t -> TORCH_CHECK. The kernel
+// strides, the translation tensors -> FwdParams, the mask block map, and cudaError_t -> TORCH_CHECK. The kernel
 // (kernels/fa2_fwd_sm90_fp8.cuh) is the registry's fp8 family, found by the chooser like any other.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -58,7 +58,8 @@ void fill_descale(const std::optional<at::Tensor>& d, const char* name, const at
 std::tuple<at::Tensor, at::Tensor> ffpa_fp8_fwd_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                      const std::optional<at::Tensor>& q_descale,
                                                      const std::optional<at::Tensor>& k_descale,
-                                                     const std::optional<at::Tensor>& v_descale, double scale,
+                                                     const std::optional<at::Tensor>& v_descale,
+                                                     const std::optional<at::Tensor>& attn_mask, double scale,
                                                      double v_scale, bool is_causal, bool causal_bottom_right,
                                                      bool out_fp16) {
   check_fp8(q, "q", q);
@@ -79,6 +80,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fp8_fwd_cuda(const at::Tensor& q, const 
               num(scale), " and ", num(v_scale));
   TORCH_CHECK(B <= INT32_MAX && Hq <= kMaxGridYZ && L <= INT32_MAX && S <= INT32_MAX - 32, kOp,
               ": sizes out of range: batch ", num(B), ", heads ", num(Hq), ", L ", num(L), ", S ", num(S));
+  const MaskKind mask_kind = attn_mask.has_value() ? check_mask(*attn_mask, q, B, Hq, L, S, kOp) : MaskKind::kNone;
   launch::RouteQuery rq;
   rq.op = launch::Op::kFwd;
   rq.dtype = launch::DType::kE4M3;
@@ -112,6 +114,22 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fp8_fwd_cuda(const at::Tensor& q, const 
   p.v_scale = static_cast<float>(v_scale);
   p.out_fp16 = out_fp16;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(q.get_device()).stream();
+  at::Tensor block_map;  // kept alive until the kernel is enqueued (the caching allocator is stream-ordered)
+  if (mask_kind != MaskKind::kNone) {
+    const at::Tensor& m = *attn_mask;
+    const int mb = static_cast<int>(m.size(0)), mh = static_cast<int>(m.size(1));
+    TORCH_CHECK(static_cast<int64_t>(mb) * mh <= kMaxGridYZ, kOp, ": `attn_mask` with ", num(int64_t{mb}),
+                " batches x ", num(int64_t{mh}), " heads is not supported (at most ", num(int64_t{kMaxGridYZ}),
+                " (batch, head) slices; broadcast the mask over batch or heads)");
+    fill_mask(p, m, mask_kind);
+    launch::KernelInfo info;
+    cudaError_t e = kernel->info(0, false, &info);
+    TORCH_CHECK(e == cudaSuccess, kOp, ": no launch configuration: ", cudaGetErrorString(e));
+    block_map = at::empty({launch::block_map_bytes(mb, mh, p.len_q, p.len_kv, info.block_m, info.block_n)},
+                          q.options().dtype(at::kByte));
+    e = launch::build_block_map(p, mb, mh, info.block_m, info.block_n, block_map.data_ptr<uint8_t>(), stream);
+    TORCH_CHECK(e == cudaSuccess, kOp, ": mask block-map launch failed: ", cudaGetErrorString(e));
+  }
   const cudaError_t err = kernel->run(p, stream);
   TORCH_CHECK(err == cudaSuccess, kOp, ": kernel launch failed: ", cudaGetErrorString(err));
   return {out, lse};

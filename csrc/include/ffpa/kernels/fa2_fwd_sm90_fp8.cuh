@@ -19,6 +19,8 @@
 //   and O / l cancels it (the LSE subtracts it).
 // * The q and k descales of the item's (batch, head) multiply the softmax scale; v's (times
 //   v_scale) the output in the epilogue.
+// attn_mask through the block map (kernels/mask_block_map.cuh, at this kernel's tile): skipped tiles
+// are never loaded, the mask is read per element in partial ones (attn/mask.cuh).
 // One block per work item (128 query rows of one (batch, head)), last query block first.
 #pragma once
 #include <cuda.h>
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <math_constants.h>
 
+#include "ffpa/attn/mask.cuh"
 #include "ffpa/attn/softmax.cuh"
 #include "ffpa/attn/state.cuh"
 #include "ffpa/attn/tile_mask.cuh"
@@ -85,6 +88,7 @@ struct Fa2FwdFp8 {
 
   struct Item {
     int head, head_kv, batch, m0, n_end;
+    const uint8_t* codes;  // the item's row of the mask block map, or null
   };
 
   static __device__ __forceinline__ Item item(const FwdParams& p) {
@@ -98,7 +102,13 @@ struct Fa2FwdFp8 {
     w.head_kv = w.head / (p.heads_q / p.heads_kv);
     w.m0 = m_block * kBlockM;
     w.n_end = block_kv_tiles<kBlockN>(p, w.m0, min(kBlockM, p.len_q - w.m0));
+    w.codes = p.block_map == nullptr ? nullptr : block_map_row(p, w.batch, w.head, m_block);
     return w;
+  }
+
+  // The next key tile at or after j the block map does not skip (producer and consumers agree).
+  static __device__ __forceinline__ int next_tile(const Item& w, int j) {
+    return w.codes != nullptr ? skip_masked_tiles(w.codes, j, w.n_end) : j;
   }
 
   // ---- producer (one thread) ---------------------------------------------------------------
@@ -109,7 +119,7 @@ struct Fa2FwdFp8 {
     ptx::mbarrier_arrive_expect_tx(s.q_bar, QTile::kBytes);
     ptx::tma_load_5d(s.q, &maps.q, s.q_bar, 0, w.m0, 0, w.head, w.batch);
     typename Ring::State st;
-    for (int j = 0; j < w.n_end; ++j, st.advance()) {
+    for (int j = next_tile(w, 0); j < w.n_end; j = next_tile(w, j + 1), st.advance()) {
       s.ring_k.producer_acquire(st);
       s.ring_k.producer_expect(st, KTile::kBytes);
       ptx::tma_load_5d(s.k + st.stage * KTile::kBytes, &maps.k, s.ring_k.full(st.stage), 0, j * kBlockN, 0, w.head_kv,
@@ -149,7 +159,9 @@ struct Fa2FwdFp8 {
                                                  float scale_log2, float (&s)[kNS][4], float (&row_max)[2],
                                                  float (&row_sum)[2], float (&alpha)[2]) {
     const int n0 = j * kBlockN;
-    const bool per_elem = n0 + kBlockN > p.len_kv || (p.is_causal && n0 + kBlockN - 1 > w.m0 + p.causal_offset);
+    const bool partial = w.codes != nullptr && w.codes[j] == kBlockPartial;  // attn_mask read per element
+    const bool per_elem =
+        partial || n0 + kBlockN > p.len_kv || (p.is_causal && n0 + kBlockN - 1 > w.m0 + p.causal_offset);
     if (per_elem) {
       const int lim[2] = {last_visible_key(p, row0 + g) - n0, last_visible_key(p, row0 + g + 8) - n0};
 #pragma unroll
@@ -157,6 +169,12 @@ struct Fa2FwdFp8 {
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           s[n][e] = 8 * n + 2 * t4 + (e % 2) <= lim[e / 2] ? s[n][e] * scale_log2 : -CUDART_INF_F;
+      if (partial)
+#pragma unroll
+        for (int n = 0; n < kNS; ++n) {
+          const float4 mq = mask_quad_log2(p, w.batch, w.head, row0 + g, n0 + 8 * n + 2 * t4);
+          s[n][0] += mq.x, s[n][1] += mq.y, s[n][2] += mq.z, s[n][3] += mq.w;
+        }
     }
     const float sf = per_elem ? 1.f : scale_log2;
     float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
@@ -223,7 +241,8 @@ struct Fa2FwdFp8 {
 
     typename Ring::State sk, sv;
     uint32_t pf[Traits::kKStepsPV][4];
-    if (w.n_end > 0) {
+    int j = next_tile(w, 0);
+    if (j < w.n_end) {
       float s[kNS][4];
       float alpha[2];
       sm.ring_k.consumer_wait(sk);
@@ -232,9 +251,9 @@ struct Fa2FwdFp8 {
       ptx::wgmma_fence_operand(s);
       if (lane == 0) sm.ring_k.consumer_release(sk);
       sk.advance();
-      softmax(p, w, 0, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
+      softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
       pack(s, pf);
-      for (int j = 1; j < w.n_end; ++j) {
+      for (j = next_tile(w, j + 1); j < w.n_end; j = next_tile(w, j + 1)) {
         sm.ring_k.consumer_wait(sk);
         sm.ring_v.consumer_wait(sv);
         ptx::wgmma_fence_operand(o);
