@@ -23,29 +23,9 @@ __all__ = ["available", "decode_pairs", "ffpa_decode", "ffpa_decode_realigned", 
 FAMILY = "decode"
 MAX_QUERIES = _spec.DECODE_MAX_QUERIES  # query rows the op takes (the C++ op reads the same constant)
 _QUALNAME = "ffpa_attn::ffpa_decode"
-_OP_ARGS = _spec.op_args("ffpa_decode")
 
 
-def _lookup() -> Any:
-    if not _ops.extension_available():
-        return None
-    try:
-        op = torch.ops.ffpa_attn.ffpa_decode
-    except (AttributeError, RuntimeError):
-        return None
-    if _ops._schema_args(op) != _OP_ARGS:  # a binary from other sources: do not bind by position
-        warnings.warn(
-            f"ffpa_attn: ffpa_attn._C registers ffpa_decode({', '.join(_ops._schema_args(op))}), this "
-            f"Python layer calls ffpa_decode({', '.join(_OP_ARGS)}): rebuild the extension; decode "
-            "runs on the prefill kernels meanwhile.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    return op
-
-
-_OP = _lookup()
+_OP = _ops.lookup_secondary_op("ffpa_decode", "decode runs on the prefill kernels")
 
 
 def available() -> bool:

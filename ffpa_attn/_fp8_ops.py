@@ -10,40 +10,20 @@ bf16 or fp16, lse (B, Hq, L) fp32)``.
 from __future__ import annotations
 
 import warnings
-from typing import Any, FrozenSet, Optional, Tuple
+from typing import FrozenSet, Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from . import _ops, _spec
+from . import _ops
 
 __all__ = ["available", "pairs", "runs_on", "ffpa_fp8_fwd", "FAMILY"]
 
 FAMILY = "fp8"
 _QUALNAME = "ffpa_attn::ffpa_fp8_fwd"
-_OP_ARGS = _spec.op_args("ffpa_fp8_fwd")
 
 
-def _lookup() -> Any:
-    if not _ops.extension_available():
-        return None
-    try:
-        op = torch.ops.ffpa_attn.ffpa_fp8_fwd
-    except (AttributeError, RuntimeError):
-        return None
-    if _ops._schema_args(op) != _OP_ARGS:  # a binary from other sources: do not bind by position
-        warnings.warn(
-            f"ffpa_attn: ffpa_attn._C registers ffpa_fp8_fwd({', '.join(_ops._schema_args(op))}), this Python "
-            f"layer calls ffpa_fp8_fwd({', '.join(_OP_ARGS)}): rebuild the extension; FP8 calls run dequantized "
-            "meanwhile.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    return op
-
-
-_OP = _lookup()
+_OP = _ops.lookup_secondary_op("ffpa_fp8_fwd", "FP8 calls run dequantized")
 
 
 def available() -> bool:

@@ -130,6 +130,28 @@ def extension_available() -> bool:
     return _OP is not None
 
 
+def lookup_secondary_op(name: str, meanwhile: str) -> Any:
+    """``torch.ops.ffpa_attn.<name>`` (an op besides ffpa_fwd: ffpa_decode, ffpa_fp8_fwd) when the
+    extension registers it with the schema of ``_spec.OPS`` this layer calls, else None; a binary
+    from other sources is warned about (``meanwhile``: what runs instead), never bound by position."""
+    if _OP is None:
+        return None
+    try:
+        op = getattr(torch.ops.ffpa_attn, name)
+    except (AttributeError, RuntimeError):
+        return None
+    want = _spec.op_args(name)
+    if _schema_args(op) != want:
+        warnings.warn(
+            f"ffpa_attn: ffpa_attn._C registers {name}({', '.join(_schema_args(op))}), this Python layer "
+            f"calls {name}({', '.join(want)}): rebuild the extension; {meanwhile} meanwhile.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+    return op
+
+
 def import_error() -> Optional[str]:
     """Why the extension is unavailable (``None`` when it is available)."""
     return _IMPORT_ERROR
