@@ -4,13 +4,13 @@
 // consumer warpgroups of 64 query rows (issuing freely: taking turns, as the bf16 kernel does, ran
 // 0-4% slower here), and per key tile
 //
-//       issue S_j = Q K_j^T                  (m64n128k32, both operands by descriptor)
+//       issue S_j = Q K_j^T                  (m64nNk32, N = the key tile, both operands by descriptor)
 //       issue O += P_{j-1} V_{j-1}           (m64nDk32, P from registers, V^T by descriptor)
 //       wait S_j -> softmax of S_j           (while P V runs) -> wait P V -> O *= alpha_j -> pack P_j
 //
 // What FP8 changes:
 // * Operands are bytes: 128-byte swizzled rows hold 128 e4m3 (traits/fp8_traits.h); Q and K arrive in
-//   one TMA load each (a rank-5 map over 128-byte chunks), V^T in one.
+//   one TMA load each (a rank-5 map over 128-byte chunks), V^T in one per 128-key chunk.
 // * 8-bit wgmma reads B K-major only, so P V multiplies by V^T, which the launcher's pre-pass writes
 //   (kernels/fp8_v_transpose.cuh) with each 32 keys in the order the S accumulator holds them in a
 //   thread: P packs to the A fragment where it lies (fp8_p_key), with no shuffles.
