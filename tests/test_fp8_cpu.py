@@ -1,8 +1,8 @@
 """FP8 (e4m3) inputs of ffpa_attn.forward and ffpa_attn.quantize_fp8 (ffpa_attn/_fp8.py), on the CPU:
 the descale kinds (float, 0-d tensor, per (batch, head) with each tensor's own head count, missing)
-against a float64 reference on the dequantized inputs, out_dtype, the one-time fallback warning while
-no FP8 kernel exists and strict mode, and the errors that name the argument. The same checks run
-under CUDA in test_fp8_gpu.py (our bf16 kernels on the dequantized inputs)."""
+against a float64 reference on the dequantized inputs, out_dtype, the one-time fallback warning where
+the FP8 kernel does not run (here: no GPU) and strict mode, the errors that name the argument, and which
+calls the FP8 kernel would take (its availability stubbed). The kernel itself: test_fp8_gpu.py."""
 import pytest
 import torch
 
@@ -103,3 +103,45 @@ def test_fp8_under_torch_compile(gen):
     out = fn(q8, k8, v8, qd, kd, vd)
     want, _ = ref_attention(_deq(q8, qd), _deq(k8, kd), _deq(v8, vd), enable_gqa=True)
     torch.testing.assert_close(out.double(), want, **TOL[torch.bfloat16])
+
+
+def test_which_calls_the_fp8_kernel_takes(gen, monkeypatch):
+    """kernel_why_not's decisions with the kernel stubbed in (compiled at D = 128 / 256, a Hopper GPU):
+    "" where the kernel takes the call, else the reason the fallback warning names."""
+    from ffpa_attn import _fp8, _fp8_ops
+
+    monkeypatch.setattr(_fp8_ops, "available", lambda: True)
+    monkeypatch.setattr(_fp8_ops, "runs_on", lambda device: True)
+    monkeypatch.setattr(_fp8_ops, "pairs", lambda: frozenset({(128, 128), (256, 256)}))
+    (q, _), (k, _), (v, _) = _fp8_qkv(gen, Hq=4, Hkv=2, L=33, S=40, E=128, Ev=128)
+    why = _fp8.kernel_why_not
+    assert why(q, k, v, None, 0.0, True) == ""
+    assert "enable_gqa" in why(q, k, v, None, 0.0, False)
+    assert why(q, k, v, None, 0.1, True) == "dropout"
+    keep = torch.ones(33, 40, dtype=torch.bool)
+    assert why(q, k, v, keep, 0.0, True) == ""  # a 2-D bool mask broadcasts
+    assert why(q, k, v, keep.view(1, 1, 33, 40).to(torch.float32), 0.0, True) == ""
+    assert why(q, k, v, keep, 0.0, True, is_causal=True) == "this attn_mask"  # SDPA's error, from the fallback
+    assert "broadcast" in why(q, k, v, torch.ones(33, 41, dtype=torch.bool), 0.0, True)
+    assert "dtype" in why(q, k, v, keep.to(torch.int32), 0.0, True)
+    (q64, _), (k64, _), (v64, _) = _fp8_qkv(gen, E=64, Ev=64)
+    assert "head dim 64" in why(q64, k64, v64, None, 0.0, True)
+    assert "4-D" in why(q[0], k[0], v[0], None, 0.0, True)
+    (qv, _), (kv, _), (vv, _) = _fp8_qkv(gen, Hq=2, Hkv=2, L=33, S=40, E=128, Ev=96)
+    assert "shapes" in why(qv, kv, vv, None, 0.0, True)
+    base = torch.zeros(q.numel() + 1, dtype=E4M3)
+    assert "16-byte" in why(base[1:].view(q.shape), k, v, None, 0.0, True)
+    monkeypatch.setattr(_fp8_ops, "runs_on", lambda device: False)
+    assert "compute capability 9.0" in why(q, k, v, None, 0.0, True)
+
+
+def test_descales_as_the_op_takes_them():
+    from ffpa_attn._fp8 import _descale_2d
+
+    assert _descale_2d(None) == (1.0, None)
+    assert _descale_2d(0.25) == (0.25, None)
+    s, t = _descale_2d(torch.tensor(0.5))
+    assert s == 1.0 and t.shape == (1, 1) and t.item() == 0.5
+    per_head = torch.rand(2, 3)
+    s, t = _descale_2d(per_head)
+    assert s == 1.0 and t is per_head
