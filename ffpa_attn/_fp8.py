@@ -149,6 +149,22 @@ def _descale_2d(d: Any) -> Tuple[float, Optional[Tensor]]:
     return 1.0, d.reshape(1, 1) if d.dim() == 0 else d
 
 
+def sdpa_rejects(query: Tensor, key: Tensor, attn_mask: Any, is_causal: bool) -> bool:
+    """A mask SDPA raises for (with is_causal, on another device, not broadcasting to the scores): the
+    call goes to the dequantized path, whose validation raises SDPA's error (no fallback notice)."""
+    if attn_mask is None:
+        return False
+    if not isinstance(attn_mask, Tensor) or is_causal or attn_mask.device != query.device or attn_mask.dim() > 4:
+        return True
+    if query.dim() == 4 and key.dim() >= 2:
+        full = (query.shape[0], query.shape[1], query.shape[2], key.shape[-2])
+        try:
+            return tuple(torch.broadcast_shapes(tuple(attn_mask.shape), full)) != full
+        except RuntimeError:
+            return True
+    return False
+
+
 def kernel_why_not(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dropout_p: float, enable_gqa: bool,
                    is_causal: bool = False) -> str:
     """Why the FP8 kernel cannot take this call ("" when it can). Calls SDPA rejects (a mask with
@@ -159,15 +175,8 @@ def kernel_why_not(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any, dr
     if not _fp8_ops.runs_on(query.device):
         return "the FP8 kernel needs a compute capability 9.0 GPU (Hopper)"
     if attn_mask is not None:
-        if not isinstance(attn_mask, Tensor) or is_causal or attn_mask.device != query.device or attn_mask.dim() > 4:
+        if sdpa_rejects(query, key, attn_mask, is_causal):
             return "this attn_mask"
-        if query.dim() == 4 and key.dim() >= 2:
-            full = (query.shape[0], query.shape[1], query.shape[2], key.shape[-2])
-            try:
-                if tuple(torch.broadcast_shapes(tuple(attn_mask.shape), full)) != full:
-                    return "an attn_mask that does not broadcast to the scores"
-            except RuntimeError:
-                return "an attn_mask that does not broadcast to the scores"
         why = _routing._mask_reason(attn_mask, tuple(query.shape))
         if why is not None:
             return why

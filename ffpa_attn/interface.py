@@ -388,7 +388,8 @@ def _forward_fp8(query, key, value, attn_mask, dropout_p, is_causal, scale, enab
     if not why:
         out, lse = _fp8.kernel_call(query, key, value, attn_mask, is_causal, scale, causal_align, dtype, qd, kd, vd)
         return (out, lse) if return_lse else out
-    _fallback_notice(_fp8.REASON.format(why=why, dtype=str(dtype).replace("torch.", "")), strict)
+    if not _fp8.sdpa_rejects(query, key, attn_mask, is_causal):  # else forward raises SDPA's error below
+        _fallback_notice(_fp8.REASON.format(why=why, dtype=str(dtype).replace("torch.", "")), strict)
     q, k, v, v_factor = _fp8.dequantize(query, key, value, dtype, qd, kd, vd)
     res = forward(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, causal_align=causal_align,
                   return_lse=return_lse, strict=strict, level=level, acc=acc, num_stages=num_stages)

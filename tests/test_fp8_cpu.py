@@ -122,7 +122,10 @@ def test_which_calls_the_fp8_kernel_takes(gen, monkeypatch):
     assert why(q, k, v, keep, 0.0, True) == ""  # a 2-D bool mask broadcasts
     assert why(q, k, v, keep.view(1, 1, 33, 40).to(torch.float32), 0.0, True) == ""
     assert why(q, k, v, keep, 0.0, True, is_causal=True) == "this attn_mask"  # SDPA's error, from the fallback
-    assert "broadcast" in why(q, k, v, torch.ones(33, 41, dtype=torch.bool), 0.0, True)
+    assert why(q, k, v, torch.ones(33, 41, dtype=torch.bool), 0.0, True) == "this attn_mask"
+    # ... and under strict the call raises SDPA's error for it, not the fallback's
+    with pytest.raises(ValueError):
+        ffpa_attn.forward(q, k, v, attn_mask=keep, is_causal=True, enable_gqa=True, strict=True)
     assert "dtype" in why(q, k, v, keep.to(torch.int32), 0.0, True)
     (q64, _), (k64, _), (v64, _) = _fp8_qkv(gen, E=64, Ev=64)
     assert "head dim 64" in why(q64, k64, v64, None, 0.0, True)
