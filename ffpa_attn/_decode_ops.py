@@ -10,7 +10,6 @@ scale, causal, num_splits) -> (out (B, Lq, Hq, Dv), lse (B, Hq, Lq) fp32)``; ``n
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, FrozenSet, Optional, Tuple
 
 import torch
@@ -56,13 +55,8 @@ def _fake(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Optional[T
     return out, q.new_empty((b, h, lq), dtype=torch.float32)
 
 
-if _OP is not None and not torch._C._dispatch_has_kernel_for_dispatch_key(_QUALNAME, "Meta"):
-    try:
-        torch.library.register_fake(_QUALNAME)(_fake)
-    except RuntimeError as exc:  # e.g. already registered (module reloaded)
-        if "already" not in str(exc):
-            warnings.warn(f"ffpa_attn: could not register the fake kernel of {_QUALNAME} ({exc})",
-                          RuntimeWarning, stacklevel=2)
+if _OP is not None:
+    _ops.register_fake_once(_QUALNAME, _fake)
 
 
 def ffpa_decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Optional[Tensor],

@@ -9,7 +9,6 @@ bf16 or fp16, lse (B, Hq, L) fp32)``.
 """
 from __future__ import annotations
 
-import warnings
 from typing import FrozenSet, Optional, Tuple
 
 import torch
@@ -53,13 +52,8 @@ def _fake(q: Tensor, k: Tensor, v: Tensor, q_descale: Optional[Tensor], k_descal
     return out, q.new_empty((b, h, length), dtype=torch.float32)
 
 
-if _OP is not None and not torch._C._dispatch_has_kernel_for_dispatch_key(_QUALNAME, "Meta"):
-    try:
-        torch.library.register_fake(_QUALNAME)(_fake)
-    except RuntimeError as exc:  # e.g. already registered (module reloaded)
-        if "already" not in str(exc):
-            warnings.warn(f"ffpa_attn: could not register the fake kernel of {_QUALNAME} ({exc})",
-                          RuntimeWarning, stacklevel=2)
+if _OP is not None:
+    _ops.register_fake_once(_QUALNAME, _fake)
 
 
 def ffpa_fp8_fwd(q: Tensor, k: Tensor, v: Tensor, q_descale: Optional[Tensor], k_descale: Optional[Tensor],

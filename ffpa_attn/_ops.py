@@ -455,24 +455,24 @@ def _ffpa_fwd_fake(
     return out, lse
 
 
-def _register_fake() -> None:
-    if _OP is None:
+def register_fake_once(qualname: str, fake: Any) -> None:
+    """The fake (meta) kernel of op ``qualname`` for torch.compile, unless the extension is missing or
+    the C++ side registered its own; a module reload's "already registered" is not an error."""
+    if _OP is None or torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "Meta"):
         return
-    if torch._C._dispatch_has_kernel_for_dispatch_key(_OP_QUALNAME, "Meta"):
-        return  # the C++ side registered its own meta kernel
     try:
-        torch.library.register_fake(_OP_QUALNAME)(_ffpa_fwd_fake)
+        torch.library.register_fake(qualname)(fake)
     except RuntimeError as exc:  # e.g. already registered (module reloaded)
         if "already" not in str(exc):
             warnings.warn(
-                f"ffpa_attn: could not register the fake kernel of {_OP_QUALNAME} ({exc}); "
-                "torch.compile of the FFPA path may fail.",
+                f"ffpa_attn: could not register the fake kernel of {qualname} ({exc}); "
+                "torch.compile of that path may fail.",
                 RuntimeWarning,
                 stacklevel=2,
             )
 
 
-_register_fake()
+register_fake_once(_OP_QUALNAME, _ffpa_fwd_fake)
 
 
 # ----------------------------------------------------------------------------- calls
