@@ -38,8 +38,8 @@ struct Fa2WsLaunch<Element, Traits, true> {
   // Ping-pong turns between the consumer warpgroups: +0.5..1.5% at D = 64..256 (H200, one run;
   // docs/hopper_profile.md).
   static constexpr bool kPingPong = true;
-  static constexpr bool kPersistent = (Traits::kHeadDim > Traits::kHeadDimV ? Traits::kHeadDim : Traits::kHeadDimV) <= 128;
   static inline bool opted_in[64] = {};
+  using Kernel = attn::Fa2FwdWs<Traits, kPingPong>;
   static attn::Fa2KernelWs kernel() { return attn::fa2_fwd_ws_kernel<Traits, kPingPong>; }
 
   // Auto depth only: an explicit num_stages pins the cp.async kernel's ring.
@@ -86,16 +86,13 @@ struct Fa2WsLaunch<Element, Traits, true> {
     const auto fn = kernel();
     const cudaError_t err = opt_in_smem(fn, smem, opted_in);
     if (err != cudaSuccess) return err;
-    const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
-    if (items > INT32_MAX) return cudaErrorNotSupported;
-    // Persistent (one block per SM walking items) up to D = 128 without causal masking; one item
-    // per block otherwise: causal items differ in length and the hardware's block scheduler,
-    // fed longest first, balances them where a static walk leaves a tail (D = 64 causal: 0.87x
-    // cuDNN persistent at N = 8192, 0.64x at B = 8, N = 2048), and above 128, Q (48-64 KB)
-    // reloads into its single slot between items with only two K/V stages to hide it (D = 256:
-    // one item per block +9..15%, H200, same run; docs/hopper_profile.md).
-    const bool persistent = kPersistent && !p.is_causal;
-    const int grid = static_cast<int>(persistent && items > num_sms() ? num_sms() : items);
+    const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
+    if (static_cast<int64_t>(m_blocks) * p.heads_q * p.batch > INT32_MAX) return cudaErrorNotSupported;
+    // Persistent: one block per SM walks the slots (an item, or a causal pair; Fa2FwdWs::Walk).
+    // Same-run A/B on an H200 against one block per item (docs/hopper_profile.md, session 17):
+    // non-causal D = 256 +0..3%, causal +4..14% at D = 128 and 256.
+    const int64_t slots = static_cast<int64_t>(Kernel::slots_per_bh(p.is_causal, m_blocks)) * p.heads_q * p.batch;
+    const int grid = static_cast<int>(slots > num_sms() ? num_sms() : slots);
     fn<<<grid, Plan::kThreads, smem, stream>>>(p, maps);
     return cudaGetLastError();
   }

@@ -1,9 +1,12 @@
 """Development probe: the Hugging Face Llama-style model of the bench with the static cache (transformers
-compiles the step; a key-padding mask every step), plain SDPA vs sdpa_patched(): what the profiler sees
-per generated token (host ops by self CPU time, whether the step replays a CUDA graph, the attention
-kernels' GPU time)."""
+compiles the step; a key-padding mask every step), plain SDPA vs sdpa_patched(): time per token (interleaved
+rounds, as the bench), whether the step replays a CUDA graph, and the GPU time per generated token by kernel
+(the profiler over a 17-token generate, its prefill subtracted by a 1-token one)."""
+import collections
 import os
+import statistics
 import sys
+import time
 
 import torch
 import transformers
@@ -14,17 +17,70 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from bench_decode import hf_llama  # noqa: E402  (the bench's model, prompt and generate() arguments)
 
 model, prompt, kw = hf_llama(torch, transformers)
-kw["cache_implementation"] = "static"
+kw["cache_implementation"] = os.environ.get("CACHE", "static") or None
 print("transformers", transformers.__version__, "compile config:", getattr(model.generation_config, "compile_config", None))
-for name, ctx in (("sdpa", None), ("ffpa", ffpa_attn.sdpa_patched)):
-    with torch.inference_mode(), (ctx() if ctx else torch.autograd.profiler.record_function("x")):
-        model.generate(prompt, max_new_tokens=8, min_new_tokens=8, **kw)
-        model.generate(prompt, max_new_tokens=8, min_new_tokens=8, **kw)
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
-            model.generate(prompt, max_new_tokens=17, min_new_tokens=17, **kw)
-    ev = prof.key_averages()
-    graphs = sum(e.count for e in ev if "cudaGraphLaunch" in e.key)
-    print(f"== {name}: cudaGraphLaunch x{graphs}")
-    print(ev.table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=60))
-    print(ev.table(sort_by="cuda_time_total", row_limit=10, max_name_column_width=60))
+CTX = {"sdpa": None, "ffpa": ffpa_attn.sdpa_patched}
+
+
+def gen(n):
+    model.generate(prompt, max_new_tokens=n, min_new_tokens=n, **kw)
+
+
+def per_token():
+    gen(4)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    gen(33)
+    torch.cuda.synchronize()
+    t1 = time.perf_counter()
+    gen(1)
+    torch.cuda.synchronize()
+    t2 = time.perf_counter()
+    return ((t1 - t0) - (t2 - t1)) / 32 * 1e3
+
+
+def kernels(n):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+        gen(n)
+        torch.cuda.synchronize()
+    per = collections.Counter()
+    cnt = collections.Counter()
+    graphs = 0
+    for e in prof.key_averages():
+        if "cudaGraphLaunch" in e.key:
+            graphs += e.count
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            t = getattr(e, "device_time_total", None) or e.cuda_time_total
+            per[e.key[:90]] += t
+            cnt[e.key[:90]] += e.count
+    return per, cnt, graphs
+
+
+times = {k: [] for k in CTX}
+with torch.inference_mode():
+    for name, ctx in CTX.items():  # compile both once
+        with (ctx() if ctx else torch.autograd.profiler.record_function("x")):
+            gen(8)
+    for _ in range(int(os.environ.get("ROUNDS", "3"))):
+        for name, ctx in CTX.items():
+            with (ctx() if ctx else torch.autograd.profiler.record_function("x")):
+                times[name].append(per_token())
+    print({k: [round(x, 3) for x in v] for k, v in times.items()})
+    print("ms per token (median):", {k: round(statistics.median(v), 3) for k, v in times.items()})
+    for name, ctx in CTX.items():
+        with (ctx() if ctx else torch.autograd.profiler.record_function("x")):
+            gen(4)
+            p17, c17, g17 = kernels(17)
+            p1, c1, _ = kernels(1)
+        print(f"== {name}: cudaGraphLaunch x{g17}; GPU us per generated token by kernel (top 25)")
+        tot = 0.0
+        rows = []
+        for k in p17:
+            d = (p17[k] - p1.get(k, 0.0)) / 16
+            n = (c17[k] - c1.get(k, 0)) / 16
+            tot += d
+            rows.append((d, n, k))
+        for d, n, k in sorted(rows, reverse=True)[:25]:
+            print(f"  {d:9.1f} us  x{n:5.1f}  {k}")
+        print(f"  total {tot:.1f} us per token")

@@ -2,16 +2,18 @@
 // up to D = 256 wherever TMA can describe the tensors (launch/fa2_fwd_launch.cuh; otherwise
 // fa2_fwd_sm90.cuh's cp.async kernel runs, with the same tile, so one mask block map serves both).
 //
-// A block walks work items (64 query rows per consumer warpgroup of one (batch, head))
-// t = blockIdx.x, blockIdx.x + gridDim.x, ...: one block per SM (persistent; the launcher does this
-// up to D = 128 without causal masking) or one block per item. Items are numbered query block
-// fastest, last query block first (the longest causal rows first), so the blocks resident together
-// share K/V of few heads in L2. The block is 3 warpgroups (4 at D <= 64):
+// One block per SM (persistent) walks work items (64 query rows per consumer warpgroup of one
+// (batch, head)) in slots s = blockIdx.x, blockIdx.x + gridDim.x, ... (Walk): a slot is one item,
+// or with causal masking the longest and the shortest query block left of one (batch, head), so
+// every slot weighs about the same. Items are numbered query block fastest, so the blocks resident
+// together share K/V of few heads in L2. The block is 3 warpgroups (4 at D <= 64):
 //
-//   warpgroup 0, producer (24 registers): one thread issues TMA loads -- each item's Q, then K_j
-//     and V_j of every key tile the item sees (causal cut, block-map skip) -- through a one-slot Q
-//     ring and two stage rings (tile/stage_ring.cuh), K's and V's, so S = Q K_j^T may start before
-//     V_j has landed, and the next item's Q and first tiles load under this item's last tiles.
+//   warpgroup 0, producer (24 registers): one thread issues TMA loads -- each item's first K/V
+//     tile, its Q, then K_j and V_j of the other key tiles the item sees (causal cut, block-map
+//     skip) -- through a one-slot Q ring and two stage rings (tile/stage_ring.cuh), K's and V's,
+//     so S = Q K_j^T may start before V_j has landed. The next item's first tile loads under this
+//     item's last ones; its Q as soon as this item's last S is done (consumers release Q's slot
+//     there, before that tile's softmax, the last P V and the epilogue).
 //   warpgroups 1.., consumers (240 registers each for two, 160 for three): rows [64 c, 64 c + 64)
 //     of the item each; per key tile
 //
@@ -27,7 +29,7 @@
 //
 // Who waits on what (mbarriers; the K/V rings kStages deep, Q's one slot):
 //   producer:  empty_q -> TMA Q -> full_q     empty_k[s] -> TMA K_j -> full_k[s]     (V as K)
-//   consumers: full_q -> ... last S of the item -> arrive empty_q
+//   consumers: full_q -> ... the item's last S done -> arrive empty_q
 //              full_k[s] -> S_j -> arrive empty_k[s]     full_v[s] -> P V_j -> arrive empty_v[s]
 //
 // TMA zero-fills rows past L and S (finite, so masked columns of P V stay 0); scores past S and
@@ -140,6 +142,36 @@ struct Fa2FwdWs {
     return w;
   }
 
+  // The order a block takes items in: slots s = blockIdx.x, blockIdx.x + gridDim.x, ..; a slot is
+  // one item, or with causal masking two of one (batch, head), query blocks M - 1 - q and q (the
+  // longest left and the shortest), whose lengths add up to about the same for every slot: a static
+  // walk of single causal items of every length leaves a tail, one block per item pays each block's
+  // start-up (docs/hopper_profile.md, session 17).
+  static __host__ __device__ __forceinline__ int slots_per_bh(bool is_causal, int m_blocks) {
+    return is_causal ? (m_blocks + 1) / 2 : m_blocks;
+  }
+  struct Walk {
+    int m_blocks, per_bh, slots, s, half;
+    bool pairs;
+    __device__ __forceinline__ Walk(const FwdParams& p, int m_blocks_)
+        : m_blocks(m_blocks_), per_bh(slots_per_bh(p.is_causal, m_blocks_)), slots(per_bh * p.heads_q * p.batch),
+          s(blockIdx.x), half(0), pairs(p.is_causal) {}
+    __device__ __forceinline__ bool valid() const { return s < slots; }
+    // The current item in item()'s numbering (query block fastest, last first).
+    __device__ __forceinline__ int t() const {
+      const int bh = s / per_bh, q = s - bh * per_bh;
+      return bh * m_blocks + (half ? m_blocks - 1 - q : q);
+    }
+    __device__ __forceinline__ void advance() {
+      if (pairs && half == 0 && m_blocks - 1 - s % per_bh != s % per_bh) {
+        half = 1;
+      } else {
+        half = 0;
+        s += gridDim.x;
+      }
+    }
+  };
+
   static __device__ __forceinline__ int next_tile(const uint8_t* codes, int j, int n_end) {
     return codes != nullptr ? skip_masked_tiles(codes, j, n_end) : j;
   }
@@ -153,28 +185,41 @@ struct Fa2FwdWs {
   }
 
   static __device__ __forceinline__ void produce(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& s,
-                                                 int m_blocks, int items) {
+                                                 int m_blocks) {
     ptx::tma_prefetch_map(&maps.q);
     ptx::tma_prefetch_map(&maps.k);
     ptx::tma_prefetch_map(&maps.v);
     const int group = p.heads_q / p.heads_kv;
     typename QRing::State sq;
     typename Ring::State st;
-    for (int t = blockIdx.x; t < items; t += gridDim.x, sq.advance()) {
-      const Item w = item(p, t, m_blocks);
+    for (Walk wk(p, m_blocks); wk.valid(); wk.advance(), sq.advance()) {
+      const Item w = item(p, wk.t(), m_blocks);
       const int head_kv = w.head / group;
+      int j = next_tile(w.codes, 0, w.n_end);
+      // The item's first K/V stage goes ahead of its Q: it loads while the previous item's last
+      // tiles run (its ring slot frees then), where Q's slot frees only with that item's last S.
+      // One stage only: a ring filled with this item's tiles before Q would wait on consumers
+      // that wait on Q.
+      if (j < w.n_end) {
+        load_kv(maps, s, st, j, head_kv, w.batch);
+        st.advance();
+        j = next_tile(w.codes, j + 1, w.n_end);
+      }
       s.ring_q.producer_acquire(sq);
       s.ring_q.producer_expect(sq, Plan::kQBytes);
       load<QTile>(s.q, &maps.q, s.ring_q.full(0), w.m0, w.head, w.batch);
-      for (int j = next_tile(w.codes, 0, w.n_end); j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end), st.advance()) {
-        s.ring_k.producer_acquire(st);
-        s.ring_k.producer_expect(st, Plan::kKBytes);
-        load<KTile>(s.k + st.stage * Plan::kKBytes, &maps.k, s.ring_k.full(st.stage), j * kBlockN, head_kv, w.batch);
-        s.ring_v.producer_acquire(st);
-        s.ring_v.producer_expect(st, Plan::kVBytes);
-        load<VTile>(s.v + st.stage * Plan::kVBytes, &maps.v, s.ring_v.full(st.stage), j * kBlockN, head_kv, w.batch);
-      }
+      for (; j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end), st.advance()) load_kv(maps, s, st, j, head_kv, w.batch);
     }
+  }
+
+  static __device__ __forceinline__ void load_kv(const Fa2TmaMaps& maps, const Smem& s, const typename Ring::State& st,
+                                                 int j, int head_kv, int batch) {
+    s.ring_k.producer_acquire(st);
+    s.ring_k.producer_expect(st, Plan::kKBytes);
+    load<KTile>(s.k + st.stage * Plan::kKBytes, &maps.k, s.ring_k.full(st.stage), j * kBlockN, head_kv, batch);
+    s.ring_v.producer_acquire(st);
+    s.ring_v.producer_expect(st, Plan::kVBytes);
+    load<VTile>(s.v + st.stage * Plan::kVBytes, &maps.v, s.ring_v.full(st.stage), j * kBlockN, head_kv, batch);
   }
 
   // ---- consumers ---------------------------------------------------------------------------
@@ -256,6 +301,12 @@ struct Fa2FwdWs {
     typename Ring::State sk, sv;
   };
 
+  static __device__ __forceinline__ void release_q(const Smem& sm, Reader& rd, int lane) {
+    __syncwarp();
+    if (lane == 0) sm.ring_q.consumer_release(rd.sq);
+    rd.sq.advance();
+  }
+
   // One item on consumer warpgroup c.
   static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c, Reader& rd) {
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
@@ -289,6 +340,7 @@ struct Fa2FwdWs {
     if (any) {
       float s[kNS][4];
       float alpha[2];
+      int jn = next_tile(w.codes, j + 1, w.n_end);  // the tile after j (n_end: j is the item's last)
       sm.ring_k.consumer_wait(rd.sk);
       turn_wait(c);
       issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
@@ -297,9 +349,12 @@ struct Fa2FwdWs {
       ptx::wgmma_fence_operand(s);
       if (lane == 0) sm.ring_k.consumer_release(rd.sk);
       rd.sk.advance();
+      if (jn >= w.n_end) release_q(sm, rd, lane);
       softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
       pack(s, pf);
-      for (j = next_tile(w.codes, j + 1, w.n_end); j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end)) {
+      for (; jn < w.n_end;) {
+        j = jn;
+        jn = next_tile(w.codes, j + 1, w.n_end);
         sm.ring_k.consumer_wait(rd.sk);
         sm.ring_v.consumer_wait(rd.sv);
         turn_wait(c);
@@ -311,6 +366,9 @@ struct Fa2FwdWs {
         ptx::wgmma_fence_operand(s);
         if (lane == 0) sm.ring_k.consumer_release(rd.sk);
         rd.sk.advance();
+        // The item's last S is done: Q's slot may take the next item's Q while this softmax, the
+        // last P V and the epilogue run.
+        if (jn >= w.n_end) release_q(sm, rd, lane);
         softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(o);
@@ -320,10 +378,7 @@ struct Fa2FwdWs {
         pack(s, pf);
       }
     }
-    // Every S of the item is done: Q's slot may take the next item's Q.
-    __syncwarp();
-    if (lane == 0) sm.ring_q.consumer_release(rd.sq);
-    rd.sq.advance();
+    if (!any) release_q(sm, rd, lane);  // no S at all (every key tile masked out)
     if (any) {
       sm.ring_v.consumer_wait(rd.sv);
       ptx::wgmma_fence_operand(o);
@@ -362,7 +417,6 @@ struct Fa2FwdWs {
   static __device__ __forceinline__ void run(const FwdParams& p, const Fa2TmaMaps& maps, char* smem_raw) {
     const Smem sm = layout(smem_raw);
     const int m_blocks = (p.len_q + kBlockM - 1) / kBlockM;
-    const int items = m_blocks * p.heads_q * p.batch;
     if (threadIdx.x == 0) {
       sm.ring_q.init(kConsumerWarps);
       sm.ring_k.init(kConsumerWarps);
@@ -372,14 +426,14 @@ struct Fa2FwdWs {
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
       ptx::setmaxnreg_dec<kProducerRegs>();
-      if (threadIdx.x == 0) produce(p, maps, sm, m_blocks, items);
+      if (threadIdx.x == 0) produce(p, maps, sm, m_blocks);
       return;
     }
     ptx::setmaxnreg_inc<kConsumerRegs>();
     const int c = wg - 1;
     if (kPingPong && c == kConsumers - 1) ptx::named_barrier_arrive(1, kTurnThreads);  // consumer 0 goes first
     Reader rd;
-    for (int t = blockIdx.x; t < items; t += gridDim.x) consume(p, sm, item(p, t, m_blocks), c, rd);
+    for (Walk wk(p, m_blocks); wk.valid(); wk.advance()) consume(p, sm, item(p, wk.t(), m_blocks), c, rd);
     if (kPingPong && c == 0) ptx::named_barrier_sync(1, kTurnThreads);  // the turn the last consumer passed
   }
 };
