@@ -111,6 +111,8 @@ class Family:
     priority: int = 0   # among the lines an auto call could take on a device, the lowest runs
     tag: str = ""       # file-name tag of a per-arch line ("wgmma")
     dtypes: tuple = _B16  # input dtypes it is built for (keys of DTYPES)
+    wide_fallback: str = ""  # the family whose fp32 instantiation is its fallback above Dv = 1024 (its
+                             # pairs there are built only in builds that have that family)
 
     @property
     def key(self) -> str:
@@ -118,8 +120,9 @@ class Family:
         return self.name + (f"_{self.tag}" if self.tag else "")
 
 
-# The pairs of the Hopper L1 kernel: all of the FFPA range (Dv above 512 in two column groups).
-_FFPA_WS_PAIRS = _FFPA_PAIRS
+# The pairs of the Hopper L1 kernel: all of the FFPA range (Dv above 640 in two column groups) and
+# L3's 2048 / 4096 (column groups of 512 in cluster pairs; L3 is its fallback there).
+_FFPA_WS_PAIRS = _FFPA_PAIRS + ((2048, 2048), (4096, 4096))
 _FFPA_LAUNCHER = "FfpaLauncher<{elem}, {d}, {dv}, Level::kL{level}, {acc}>"
 # FA-2: 32..256 step 32, 192/128, 320 and 384, where its whole-head-dim tile beats FFPA L1
 # (docs/tuning_fa2.md runs 8 and 16).
@@ -143,7 +146,8 @@ FAMILIES = (
     # on compute capability 9.0 (which it falls back to where TMA cannot take the tensors). O splits over
     # its two consumer warpgroups, in registers: Dv above 512 runs as two column groups.
     Family("ffpa_l1", "fwd", 1, "Family::kFfpa", "FfpaWsLauncher<{elem}, {d}, {dv}>", "launch/ffpa_fwd_ws_launch.cuh",
-           _FFPA_WS_PAIRS, half_accs=False, auto="heuristic", workspace=False, arch="90a", priority=1, tag="wgmma"),
+           _FFPA_WS_PAIRS, half_accs=False, auto="heuristic", workspace=True, arch="90a", priority=1, tag="wgmma",
+           wide_fallback="ffpa_l3"),
     Family("ffpa_l1", "fwd", 1, "Family::kFfpa", _FFPA_LAUNCHER, "launch/ffpa_fwd_launch.cuh", _FFPA_PAIRS,
            half_accs=True, auto="heuristic", workspace=False, priority=2),
     Family("ffpa_l2", "fwd", 2, "Family::kFfpa", _FFPA_LAUNCHER, "launch/ffpa_fwd_launch.cuh", _FFPA_PAIRS,

@@ -72,7 +72,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
   # its JSON/markdown/plots to bench/run<i>.
   DEFAULT_RUNS="--B 1 --H 32 --N 8192 --dtype bf16 fp16 --causal-both --kernels sdpa_efficient ffpa_l1 ffpa_l2 ffpa_l3 ffpa_auto --warmup 5 --iters 25"
   DEFAULT_RUNS+=";--B 1 --H 32 --N 8192 --D 576 --Dv 512 --dtype bf16 --causal-both --kernels sdpa_efficient ffpa_l1 ffpa_l3 ffpa_auto --warmup 5 --iters 25"
-  DEFAULT_RUNS+=";--shapes 1x32x4096 --D 2048 --dtype bf16 fp16 --causal-both --kernels sdpa_efficient ffpa_l3 ffpa_auto --warmup 5 --iters 25"
+  DEFAULT_RUNS+=";--shapes 1x32x4096 --D 2048 --dtype bf16 fp16 --causal-both --kernels sdpa_efficient ffpa_l1 ffpa_l3 ffpa_auto --warmup 5 --iters 25"
   DEFAULT_RUNS+=";--B 1 --H 32 --N 8192 --D 320 512 1024 --dtype fp16 --kernels sdpa_efficient ffpa_l1 ffpa_l2 ffpa_l3 --acc fp16 mixed --warmup 5 --iters 25"
   DEFAULT_RUNS+=";--preset fa2 --dtype bf16 fp16 --causal-both --kernels sdpa_efficient sdpa_flash sdpa_cudnn fa2 fa2_sync --warmup 10 --iters 40"
   DEFAULT_RUNS+=";--mask blocksparse --shapes 1x32x8192 --D 64 128 256 --dtype bf16 --causal-both --kernels sdpa_efficient sdpa_cudnn fa2 --warmup 10 --iters 40"

@@ -276,7 +276,8 @@ def test_l3_persistent_grid_walks_every_item(D):
 
 def test_auto_level_runs_the_heuristic_choice():
     """level=None on a large head dim runs our kernels (D=320: the FA-2 family where it is
-    compiled, else the heuristic's FFPA level) and is correct; D=2048 (beyond L1/L2) runs on L3."""
+    compiled, else the heuristic's FFPA level) and is correct; D=2048 runs on L3 (on Hopper: the
+    L1 TMA kernel)."""
     checked = []
     for D in (320, 2048):
         dtype = torch.bfloat16
@@ -303,7 +304,7 @@ def local_bytes_allowed(info, dv):
 
 HOPPER_L1 = bool(HAS_GPU and torch.cuda.get_device_capability() == (9, 0) and "90a" in _INFO.get("archs", [])
                  and any(e["family"] == "ffpa_l1" and e["arch"] == "90a" for e in _INFO.get("registry", [])))
-HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (576, 576), (640, 640), (768, 768), (1024, 1024)]
+HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (576, 576), (640, 640), (768, 768), (1024, 1024), (2048, 2048)]
 
 
 @pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
@@ -311,15 +312,16 @@ HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (576, 576), (640, 640), (768
 def test_l1_hopper_tma_kernel_and_its_fallback(D, Dv):
     """On Hopper, L1 runs the warp-specialised TMA kernel (two Dv column groups above 512, as a cluster pair
     sharing S above 640) for BHLD and BLHD tensors, GQA, odd lengths, a negative scale and a block-sparse
-    mask (whose block map is at the mma.sync tile, 32 x 64 .. 64 x 128, merged into 64 x 128 or 64 x 256
+    mask (whose block map is at the mma.sync tile, 32 x 64 .. 64 x 256, merged into 64 x 128 or 64 x 256
     tiles); an explicit num_stages, or K/V broadcast over the batch (stride 0: no TMA map), runs the
-    mma.sync L1 kernel instead. Each path is checked against the reference, and which kernel ran (the
-    pair or not: the traits' last argument in its name) is read from the profiler."""
+    mma.sync L1 kernel instead (L3, with its workspace, above Dv = 1024). Each path is checked against the
+    reference, and which kernel ran (the pair or not: the traits' last argument in its name) is read from
+    the profiler."""
     dtype = next((dt for dt in (torch.bfloat16, torch.float16) if compiled(dt, D, 1, dv=Dv)), None)
     if dtype is None:
         pytest.skip(f"L1 {D}/{Dv} not compiled")
     B, Hq, Hkv, L, S = 2, 4, 2, 333, 517
-    ws, sync = "ffpa_fwd_ws_kernel", "ffpa_fwd_kernel"
+    ws, sync = "ffpa_fwd_ws_kernel", "ffpa_fwd_kernel"  # the mma.sync kernel, L1 or L3
     bhld = rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=31, Dv=Dv)
     cases = {
         "bhld": (bhld, {}, ws),
@@ -351,8 +353,8 @@ def test_l1_hopper_tma_kernel_and_its_fallback(D, Dv):
 def test_l1_hopper_kernel_shared_memory_is_the_same_at_every_head_dim():
     """The Hopper L1 kernel's launch (auto depth) at every compiled pair: the wgmma kernel with a producer
     warpgroup, 64 x 128 tiles (64 x 256 for a cluster pair above Dv = 640), 64-wide E slices and one
-    shared-memory size from D = 320 to 1024 (E streams in slices; the rings are a fixed budget); one
-    group of Dv columns up to 640, two above."""
+    shared-memory size from D = 320 to 4096 (E streams in slices; the rings are a fixed budget); one
+    group of Dv columns up to 640, two up to 1024, 512-column groups beyond."""
     import ffpa_attn._C as C
 
     dt = "bfloat16" if "bfloat16" in _INFO.get("dtypes", []) else "float16"
@@ -361,7 +363,8 @@ def test_l1_hopper_kernel_shared_memory_is_the_same_at_every_head_dim():
     for p, i in infos.items():
         assert i["mma"] == "wgmma" and i["producer_warps"] == 4 and i["threads"] == 384, (p, i)
         assert (i["block_m"], i["block_n"], i["chunk_d"]) == (64, 256 if p[1] > 640 else 128, 64), (p, i)
-        assert i["group_d"] == (p[1] if p[1] <= 640 else 64 * -(-p[1] // 128)), (p, i)  # one group up to 640
+        # one group up to 640, two up to 1024, groups of 512 beyond (cluster pairs of them)
+        assert i["group_d"] == (p[1] if p[1] <= 640 else 64 * -(-p[1] // 128) if p[1] <= 1024 else 512), (p, i)
         assert i["local_bytes"] <= local_bytes_allowed(i, p[1]), (p, i)
     assert len({i["smem_bytes"] for i in infos.values()}) == 1, {p: i["smem_bytes"] for p, i in infos.items()}
 

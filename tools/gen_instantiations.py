@@ -45,8 +45,11 @@ def instances(head_dims: list[int] | None, dtypes: list[str], accs: list[str] | 
                 if accs is not None and acc not in accs:
                     continue
                 for d, dv in line.pairs:
-                    if head_dims is None or d in head_dims:
-                        yield line.key, dt, d, dv, acc
+                    if head_dims is not None and d not in head_dims:
+                        continue
+                    if dv > 1024 and line.wide_fallback and families is not None and line.wide_fallback not in families:
+                        continue  # its fallback (FFPA L3 above Dv = 1024) is not in this build
+                    yield line.key, dt, d, dv, acc
 
 
 def launcher_type(key: str, dt: str, d: int, dv: int, acc: str = "fp32") -> str:

@@ -28,9 +28,11 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   static constexpr bool kPair = kHeadDimV > 640;
   using Traits = FfpaWsTraits<Element, kHeadDim, kHeadDimV, kPair>;
   // The fallback: the mma.sync L1 kernel of the same head dims (its instantiation is the "any"
-  // line of the same family, which every build that has this one compiles).
-  using Fallback = FfpaLauncher<Element, kHeadDim, kHeadDimV, Level::kL1, AccMode::kF32>;
-  using SyncTraits = FfpaTraits<Element, kHeadDim, kHeadDimV, Level::kL1, L1Tile<kHeadDim, kHeadDimV>>;
+  // line of the same family, which every build that has this one compiles); above Dv = 1024, where
+  // the mma.sync levels hold O in L3's fp32 workspace, L3 (workspace_bytes sizes it for that case).
+  static constexpr Level kFallbackLevel = kHeadDimV > 1024 ? Level::kL3 : Level::kL1;
+  using Fallback = FfpaLauncher<Element, kHeadDim, kHeadDimV, kFallbackLevel, AccMode::kF32>;
+  using SyncTraits = FfpaTraits<Element, kHeadDim, kHeadDimV, kFallbackLevel, FfpaTile<kFallbackLevel, kHeadDim, kHeadDimV>>;
   // The mask block map is built at the fallback's tile, which the TMA kernel reads by merging blocks.
   static_assert(Traits::kBlockM % SyncTraits::kBlockM == 0 && Traits::kBlockN % SyncTraits::kBlockN == 0,
                 "the fallback kernel's tile divides the TMA kernel's, so one mask block map serves both");
@@ -50,22 +52,28 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     return err;
   }
 
-  // cudaErrorNotSupported: this call is the fallback's (TMA cannot take the tensors, or too many items).
+  static int64_t items(const FwdParams& p) {
+    return static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * Traits::kGroups * p.heads_q * p.batch;
+  }
+
+  // Whether this call runs the TMA kernel (else the fallback's): auto depth, not too many items,
+  // tensors TMA can describe, the shared memory on this device.
+  static bool ws_runs(const FwdParams& p, attn::FfpaTmaMaps* maps) {
+    return p.num_stages == 0 && items(p) <= INT32_MAX && encode_maps(p, maps) == cudaSuccess &&
+           Traits::kSmemBytes <= max_smem_optin();
+  }
+
+  // cudaErrorNotSupported: this call is the fallback's.
   static cudaError_t run_ws(const FwdParams& p, cudaStream_t stream) {
-    if (p.num_stages != 0) return cudaErrorNotSupported;
-    const int64_t items =
-        static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * Traits::kGroups * p.heads_q * p.batch;
-    if (items > INT32_MAX) return cudaErrorNotSupported;
     alignas(64) attn::FfpaTmaMaps maps;
-    if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
-    if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
+    if (!ws_runs(p, &maps)) return cudaErrorNotSupported;
     const auto fn = kernel();
     const cudaError_t err = opt_in_smem(fn, Traits::kSmemBytes, opted_in);
     if (err != cudaSuccess) return err;
     if constexpr (Traits::kPair)  // items is even: a query block's two groups are a cluster's blocks 2 i, 2 i + 1
-      return launch_clusters(fn, 2, dim3(static_cast<unsigned>(items)), dim3(Traits::kThreads), Traits::kSmemBytes,
+      return launch_clusters(fn, 2, dim3(static_cast<unsigned>(items(p))), dim3(Traits::kThreads), Traits::kSmemBytes,
                              stream, p, maps);
-    fn<<<static_cast<unsigned>(items), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
+    fn<<<static_cast<unsigned>(items(p)), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
     return cudaGetLastError();
   }
 };
@@ -81,6 +89,17 @@ cudaError_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages, b
   k.mask_block_m = Impl::SyncTraits::kBlockM;
   k.mask_block_n = Impl::SyncTraits::kBlockN;
   return ws_pipeline_info<Traits>(k, Impl::kernel(), query_attributes, out);
+}
+
+// The fallback's workspace where it would run (L3, above Dv = 1024): none where the TMA kernel runs.
+template <typename Element, int kHeadDim, int kHeadDimV>
+int64_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::workspace_bytes(FwdParams p) {
+  if constexpr (Impl::kFallbackLevel != Level::kL3) {
+    return 0;
+  } else {
+    alignas(64) attn::FfpaTmaMaps maps;
+    return Impl::ws_runs(p, &maps) ? 0 : Impl::Fallback::workspace_bytes(p);
+  }
 }
 
 template <typename Element, int kHeadDim, int kHeadDimV>

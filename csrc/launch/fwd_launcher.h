@@ -21,12 +21,14 @@ struct FfpaLauncher {
 };
 
 // FFPA level 1 on Hopper (ffpa_fwd_sm90_ws.cuh, sm_90a builds): the warp-specialised TMA kernel,
-// falling back to FfpaLauncher's L1 (fp32 accumulation) where TMA cannot take the tensors.
+// falling back to FfpaLauncher's L1 (fp32 accumulation; L3 above Dv = 1024, with the workspace
+// workspace_bytes sizes for that case only) where TMA cannot take the tensors.
 template <typename Element, int kHeadDim, int kHeadDimV>
 struct FfpaWsLauncher {
   struct Impl;
   static cudaError_t run(FwdParams params, cudaStream_t stream);
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
+  static int64_t workspace_bytes(FwdParams params);
 };
 
 // FA-2: kMma picks the kernel, Fa2Mma::kSync (fa2_fwd_sm80.cuh) or Fa2Mma::kWgmma (fa2_fwd_sm90.cuh,

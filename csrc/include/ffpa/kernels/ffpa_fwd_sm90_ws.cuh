@@ -7,9 +7,9 @@
 //
 // This file is the prefill Problem: one block per work item, 64 query rows and one Dv column group
 // of one (batch, head), the key tiles they see (causal cut, block-map skip), items numbered last
-// query block first (the longest causal rows start first). Above Dv = 640 the two column groups of
-// a query block are the two blocks of a cluster pair (Traits::kPair), which split each tile's keys
-// for S between them (the pipeline's picture).
+// query block first (the longest causal rows start first). Above Dv = 640 the column groups of a
+// query block run as cluster pairs (Traits::kPair: groups 2 q and 2 q + 1, one pair up to Dv = 1024,
+// two at 2048, four at 4096), which split each tile's keys for S between them (the pipeline's picture).
 //
 // TMA zero-fills rows past L and S (finite, so masked columns of P V stay 0); scores past S and
 // above the causal limit are masked per element in boundary tiles, attn_mask in the block map's
@@ -63,10 +63,11 @@ struct FfpaPrefill {
     const int m_blocks = (p.len_q + kBlockM - 1) / kBlockM;
     Item w;
     int groups = Traits::kGroups;  // blocks numbered query block fastest, then group
-    if constexpr (Traits::kPair) {  // a cluster's blocks 2 i, 2 i + 1: both groups of query block i
-      w.group = t % 2;
+    if constexpr (Traits::kPair) {  // a cluster's blocks 2 i, 2 i + 1: groups 2 q, 2 q + 1 of a query block
+      const int rank = t % 2;
       t /= 2;
-      groups = 1;
+      groups = Traits::kGroups / 2;
+      w.group = 2 * (groups == 1 ? 0 : (t / m_blocks) % groups) + rank;
     } else {
       w.group = Traits::kGroups == 1 ? 0 : (t / m_blocks) % Traits::kGroups;
     }
@@ -121,8 +122,8 @@ struct FfpaPrefill {
   static __device__ __forceinline__ void load_qk(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
                                                  uint32_t stage, uint32_t bar, int d, int j, int*) {
     ptx::tma_load_4d(stage, &maps.q, bar, 64 * d, w.m0, w.head, w.batch);
-    // A pair's block loads the keys of its half of the tile (group = its cluster rank).
-    const int key0 = j * kBlockN + (Traits::kPair ? w.group * Traits::kKRows : 0);
+    // A pair's block loads the keys of its half of the tile (its cluster rank: the group's parity).
+    const int key0 = j * kBlockN + (Traits::kPair ? (w.group % 2) * Traits::kKRows : 0);
     ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, 64 * d, key0, w.head_kv, w.batch);
   }
 

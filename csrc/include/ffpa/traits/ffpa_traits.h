@@ -220,7 +220,9 @@ struct FfpaTraits {
 // [128 r, 128 r + 128) of each (consumer c 64 of them, as alone), the four consumers exchange row
 // maxima and P (64 x 256, one buffer) through distributed shared memory, and each block multiplies
 // P by V for its own group. Per 256 keys a block then moves Q once, 128 keys of K and 256 of V
-// instead of Q twice and 256 keys of each.
+// instead of Q twice and 256 keys of each. Dv = 2048 and 4096 (kPair_ only): groups of 512 columns,
+// pairs of them as clusters (S computed once per pair: Dv / 1024 times per query block), where the
+// mma.sync levels need L3's fp32 workspace.
 template <typename Element_, int kHeadDim_, int kHeadDimV_, bool kPair_ = false>
 struct FfpaWsTraits {
   using Element = Element_;
@@ -229,9 +231,11 @@ struct FfpaWsTraits {
   static constexpr int kBlockM = 64;
   static constexpr int kConsumers = 2;
   static constexpr int kSliceD = 64;                       // head-dim slice of one Q@K^T stage
-  static constexpr int kGroupCols = kHeadDimV <= 640 ? kHeadDimV : 64 * ((kHeadDimV + 127) / 128);
+  static constexpr int kGroupCols = kHeadDimV <= 640    ? kHeadDimV
+                                    : kHeadDimV <= 1024 ? 64 * ((kHeadDimV + 127) / 128)
+                                                        : 512;
   static constexpr int kGroups = (kHeadDimV + kGroupCols - 1) / kGroupCols;
-  static constexpr bool kPair = kPair_ && kGroups == 2;    // the two groups' blocks share S (a cluster)
+  static constexpr bool kPair = kPair_ && kGroups % 2 == 0;  // groups 2 i, 2 i + 1 share S (a cluster)
   static constexpr int kPairSize = kPair ? 2 : 1;
   static constexpr int kVKeys = 32;                        // keys of one V stage
   static constexpr int kKRows = 128;                       // keys of a tile whose S this block computes
@@ -273,7 +277,8 @@ struct FfpaWsTraits {
   static_assert(kHeadDim % kSliceD == 0 && kHeadDimV % 64 == 0, "E and Dv: multiples of the 64-wide slice");
   static_assert(kCols0 <= 320 && kCols1 > 0 && kCols1 <= kCols0,
                 "whole chunks per consumer, at most two wgmmas (N = 256 + 64) per k-step");
-  static_assert(kGroups <= 2, "Dv up to 1024: at most two groups");
+  static_assert(kGroups <= 2 || (kPair && kGroups * kGroupCols == kHeadDimV && kGroups <= 8),
+                "Dv up to 1024 in at most two groups; wider (a multiple of 1024 up to 4096) only as cluster pairs");
   static_assert(kSmemBytes <= kMaxSmem && kVStages >= 2, "the stages fit shared memory");
   static_assert(kQKStages * kQKStageBytes == 96 * 1024, "the Q@K^T stages take the same bytes at every head dim");
   static_assert(2 * 8 * (kQKStages + kVStages) + 4 * 8 <= kBarrierBytes, "the barriers fit their bytes");
