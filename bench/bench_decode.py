@@ -170,6 +170,11 @@ def hf_probe(torch, ffpa_attn):
         return None
     model, prompt, kw = hf_llama(torch, transformers)
 
+    def generate(cache, n):
+        extra = {} if cache is None else {"cache_implementation": cache}
+        with torch.inference_mode():
+            model.generate(prompt, max_new_tokens=n, min_new_tokens=n, **kw, **extra)
+
     def per_token(cache):
         extra = {} if cache is None else {"cache_implementation": cache}
         with torch.inference_mode():
@@ -188,6 +193,13 @@ def hf_probe(torch, ffpa_attn):
            "rounds": HF_ROUNDS}
     # The dynamic cache (a growing K/V, no mask) and the static one (a fixed-size cache and a key-padding mask).
     for cache, prefix in ((None, ""), ("static", "static_")):
+        # Every generate() length the rounds use, in both modes, before any is timed: the static cache's
+        # size follows the length, and transformers compiles the step, so a first length (or the first
+        # call after the patch toggles) recompiles and captures a new CUDA graph inside a timed call.
+        for n in (4, 65, 1):
+            generate(cache, n)
+            with ffpa_attn.sdpa_patched():
+                generate(cache, n)
         plain, ours = [], []
         for _ in range(HF_ROUNDS):  # interleaved: a drift of the host's speed hits both alike
             plain.append(per_token(cache))
