@@ -17,6 +17,7 @@ table to ``<out>/decode.md``. Per-call latency (eager and CUDA graph) at B=1, S=
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -162,7 +163,8 @@ def hf_llama(torch, transformers):
 
 def hf_probe(torch, ffpa_attn):
     """Time per generated token of a Llama-style model (random weights, bf16, 4 layers, 32/8 heads,
-    D=128; batch 4, prompt 1024, 64 new tokens), dynamic and static cache, plain SDPA vs sdpa_patched():
+    D=128; batch 4, prompt 1024, 64 new tokens), dynamic and static cache, plain SDPA vs sdpa_patched()
+    (and, static, attn_implementation="ffpa": ffpa_attn.register_transformers, K/V heads not repeated):
     medians of HF_ROUNDS interleaved rounds."""
     try:
         import transformers
@@ -189,24 +191,36 @@ def hf_probe(torch, ffpa_attn):
             t2 = time.perf_counter()
         return ((t1 - t0) - (t2 - t1)) / 64 * 1e3
 
+    backend = ffpa_attn.register_transformers("ffpa")
+
+    @contextlib.contextmanager
+    def ffpa_backend():
+        model.set_attn_implementation(backend)
+        try:
+            yield
+        finally:
+            model.set_attn_implementation("sdpa")
+
+    modes = {"sdpa": contextlib.nullcontext, "ffpa": ffpa_attn.sdpa_patched, "ffpa_backend": ffpa_backend}
     row = {"kernel": "hf_llama", "B": 4, "prompt": 1024, "new_tokens": 64, "layers": 4, "Hq": 32, "Hkv": 8, "D": 128,
            "rounds": HF_ROUNDS}
-    # The dynamic cache (a growing K/V, no mask) and the static one (a fixed-size cache and a key-padding mask).
-    for cache, prefix in ((None, ""), ("static", "static_")):
-        # Every generate() length the rounds use, in both modes, before any is timed: the static cache's
+    # The dynamic cache (a growing K/V, no mask: the backend would run as the patch does) and the static
+    # one (a fixed-size cache and a key-padding mask).
+    for cache, prefix, names in ((None, "", ("sdpa", "ffpa")), ("static", "static_", tuple(modes))):
+        # Every generate() length the rounds use, in every mode, before any is timed: the static cache's
         # size follows the length, and transformers compiles the step, so a first length (or the first
-        # call after the patch toggles) recompiles and captures a new CUDA graph inside a timed call.
+        # call after the mode changes) recompiles and captures a new CUDA graph inside a timed call.
         for n in (4, 65, 1):
-            generate(cache, n)
-            with ffpa_attn.sdpa_patched():
-                generate(cache, n)
-        plain, ours = [], []
-        for _ in range(HF_ROUNDS):  # interleaved: a drift of the host's speed hits both alike
-            plain.append(per_token(cache))
-            with ffpa_attn.sdpa_patched():
-                ours.append(per_token(cache))
-        row[prefix + "sdpa_ms_per_token"] = statistics.median(plain)
-        row[prefix + "ffpa_ms_per_token"] = statistics.median(ours)
+            for name in names:
+                with modes[name]():
+                    generate(cache, n)
+        times = {name: [] for name in names}
+        for _ in range(HF_ROUNDS):  # interleaved: a drift of the host's speed hits every mode alike
+            for name in names:
+                with modes[name]():
+                    times[name].append(per_token(cache))
+        for name in names:
+            row[f"{prefix}{name}_ms_per_token"] = statistics.median(times[name])
     return row
 
 
@@ -325,6 +339,8 @@ def make_table(data) -> str:
             out.append("")
             static = (f"; static cache (key-padding mask): {r['static_sdpa_ms_per_token']:.2f} ms with SDPA, "
                       f"{r['static_ffpa_ms_per_token']:.2f} patched" if "static_sdpa_ms_per_token" in r else "")
+            if "static_ffpa_backend_ms_per_token" in r:
+                static += f", {r['static_ffpa_backend_ms_per_token']:.2f} with attn_implementation=\"ffpa\""
             out.append(f"Hugging Face Llama-style model ({r['layers']} layers, {r['Hq']}/{r['Hkv']} heads, D={r['D']}, "
                        f"batch {r['B']}, prompt {r['prompt']}, greedy; medians of "
                        f"{r.get('rounds', 1)} interleaved rounds): dynamic cache {r['sdpa_ms_per_token']:.2f} ms "

@@ -13,6 +13,7 @@ Flash Prefill Attention -- for large head dims), usable as a drop-in for
     out = ffpa_attn.forward(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)  # FP8 e4m3 inputs
     with ffpa_attn.sdpa_patched():                              # route F.sdpa through it
         model(x)
+    ffpa_attn.register_transformers()                           # attn_implementation="ffpa" in transformers
 
 Calls the kernels cannot run (CPU tensors, dropout, autograd, uncompiled head dims, ...)
 fall back to torch SDPA with a one-time ``FFPAFallbackWarning`` per reason.
@@ -22,6 +23,7 @@ __version__ = "0.1.0"  # keep first: _ops reads it while the package is importin
 
 from ._decode import decode
 from ._fp8 import quantize_fp8
+from ._hf import register_transformers
 from ._merge import merge_states
 from ._ops import build_info, extension_available, get_fa2_mma, set_fa2_mma
 from .errors import (
@@ -48,6 +50,7 @@ __all__ = [
     "merge_states",
     "decode",
     "quantize_fp8",
+    "register_transformers",
     "scaled_dot_product_attention",
     "patch_sdpa",
     "unpatch_sdpa",

@@ -68,3 +68,62 @@ def test_llama_decodes_on_the_decode_family_and_matches_sdpa(head_dim):
     agree = (got.argmax(-1) == want.argmax(-1)).float().mean()
     assert agree >= 0.9, agree
     assert ours.shape == ref.shape and (ours[:, :PROMPT] == prompt).all()
+
+
+def _static_step_logits(transformers, model, tokens):
+    """As _step_logits, through a StaticCache the length of `tokens`: every step's mask covers the
+    whole cache (key padding past the filled length), which is what makes transformers' SDPA backend
+    repeat the K/V heads."""
+    try:
+        cache = transformers.StaticCache(config=model.config, max_cache_len=tokens.shape[1])
+    except TypeError as e:  # another transformers' signature
+        pytest.skip(f"StaticCache(config=, max_cache_len=) not available: {e}")
+    dev = tokens.device
+    out = model(tokens[:, :PROMPT], past_key_values=cache, use_cache=True,
+                cache_position=torch.arange(PROMPT, device=dev))
+    logits = [out.logits[:, -1].float()]
+    for t in range(PROMPT, tokens.shape[1] - 1):
+        out = model(tokens[:, t:t + 1], past_key_values=cache, use_cache=True,
+                    cache_position=torch.tensor([t], device=dev))
+        logits.append(out.logits[:, -1].float())
+    return torch.stack(logits, 1)
+
+
+@pytest.mark.parametrize("head_dim", [128, 256])
+@torch.inference_mode()
+def test_llama_with_the_ffpa_backend_keeps_kv_heads_and_matches_sdpa(head_dim):
+    """attn_implementation="ffpa" (register_transformers): with a static cache every step passes a
+    key-padding mask; the backend hands ffpa_attn the cache's 2 K/V heads (transformers' SDPA backend
+    repeats them to 8), the decode steps run on the decode family without a fallback, and the logits
+    agree with plain SDPA's within bf16 noise."""
+    transformers, model = _model(head_dim)
+    from ffpa_attn._hf import attention_forward
+    from transformers import AttentionInterface
+
+    kv_heads = []
+
+    def spy(module, query, key, value, attention_mask, **kw):
+        kv_heads.append(key.shape[1])
+        return attention_forward(module, query, key, value, attention_mask, **kw)
+
+    ffpa_attn.register_transformers("ffpa_spy")
+    AttentionInterface.register("ffpa_spy", spy)
+    g = torch.Generator(device="cuda").manual_seed(2)
+    tokens = torch.randint(0, 512, (2, PROMPT + NEW), device="cuda", generator=g)
+    want = _static_step_logits(transformers, model, tokens)
+    model.set_attn_implementation("ffpa_spy")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FFPAFallbackWarning)
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                got = _static_step_logits(transformers, model, tokens)
+                torch.cuda.synchronize()
+    finally:
+        model.set_attn_implementation("sdpa")
+    assert kv_heads and set(kv_heads) == {2}, sorted(set(kv_heads))
+    names = [e.name for e in prof.events()]
+    decode_calls = sum("decode" in n and "merge" not in n for n in names)
+    assert decode_calls >= 2 * (NEW - 1), f"{decode_calls} decode kernel launches for {NEW - 1} steps x 2 layers"
+    scale = want.abs().amax()
+    assert (got - want).abs().amax() <= 0.03 * scale + 0.03, ((got - want).abs().amax(), scale)
+    assert (got.argmax(-1) == want.argmax(-1)).float().mean() >= 0.9
