@@ -94,6 +94,9 @@ def test_shared_memory_formula_is_head_dim_free(family):
     level = int(family[-1])
     for d in info["head_dims"].get(family, []):
         c = C.kernel_info(dt, family, d, d, 2)
+        if family == "ffpa_l1" and d > 1024:  # only the Hopper L1 line has these: an explicit depth runs its L3 fallback
+            assert c["family"] == "ffpa_l3" or c["level"] == 3, c
+            continue
         assert c["family"] == family and c["level"] == level
         assert c["group_d"] == (256 if level == 2 else d)
         # Padded rows carry one extra 16-byte unit (8 b16 elements); swizzled rows none.

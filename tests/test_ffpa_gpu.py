@@ -47,10 +47,17 @@ DT_NAME = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 
 def compiled(dtype, d, level=1, acc="fp32", dv=None):
-    fam = FAMILY[level]
+    """An instantiation of the level for exactly this dtype, accumulation and head dims (a family's lines
+    differ: the Hopper L1 line has 2048 / 4096 in fp32 only, the mma.sync one fp16 / mixed to 1024)."""
+    fam, ev = FAMILY[level], d if dv is None else dv
+    entries = _INFO.get("registry")
+    if entries:
+        hopper = HAS_GPU and torch.cuda.get_device_capability() == (9, 0)
+        return any(e["family"] == fam and e["dtype"] == DT_NAME[dtype] and e["acc"] == acc and int(e["E"]) == d
+                   and int(e["Ev"]) == ev and (e.get("arch", "any") == "any" or hopper) for e in entries)
     pairs = _INFO.get("head_dim_pairs", {}).get(fam, [])
     accs = _INFO.get("accs", {}).get(fam, {}).get(DT_NAME[dtype], [])
-    return [d, d if dv is None else dv] in [list(p) for p in pairs] and acc in accs
+    return [d, ev] in [list(p) for p in pairs] and acc in accs
 
 
 def need(dtype, d, level=1, acc="fp32", dv=None):
