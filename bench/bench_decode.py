@@ -178,17 +178,15 @@ def hf_probe(torch, ffpa_attn):
             model.generate(prompt, max_new_tokens=n, min_new_tokens=n, **kw, **extra)
 
     def per_token(cache):
-        extra = {} if cache is None else {"cache_implementation": cache}
-        with torch.inference_mode():
-            model.generate(prompt, max_new_tokens=4, min_new_tokens=4, **kw, **extra)  # warm-up
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            model.generate(prompt, max_new_tokens=65, min_new_tokens=65, **kw, **extra)
-            torch.cuda.synchronize()
-            t1 = time.perf_counter()
-            model.generate(prompt, max_new_tokens=1, min_new_tokens=1, **kw, **extra)  # the prefill alone
-            torch.cuda.synchronize()
-            t2 = time.perf_counter()
+        generate(cache, 4)  # warm-up
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        generate(cache, 65)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        generate(cache, 1)  # the prefill alone
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
         return ((t1 - t0) - (t2 - t1)) / 64 * 1e3
 
     backend = ffpa_attn.register_transformers("ffpa")

@@ -45,14 +45,12 @@ def register_transformers(name: str = "ffpa") -> str:
     if not isinstance(name, str) or not name:
         raise FFPATypeError(f"register_transformers: `name` must be a non-empty str, got {name!r}")
     try:
-        import transformers
         from transformers import AttentionInterface, AttentionMaskInterface
         from transformers.masking_utils import sdpa_mask
     except ImportError as e:
         raise FFPAUnsupportedError(
             "register_transformers: needs transformers with AttentionInterface and AttentionMaskInterface "
             f"(4.53 or newer); importing them failed: {e}") from e
-    del transformers
     AttentionInterface.register(name, attention_forward)
     AttentionMaskInterface.register(name, sdpa_mask)
     return name
