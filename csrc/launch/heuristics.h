@@ -109,17 +109,29 @@ cudaError_t opt_in_smem(Kernel kernel, int bytes, bool (&done)[64]) {
 // wave that fills the GPU; a batch that fills it alone stays at one split or a few (a last wave
 // mostly empty costs as much as a saturated one). Sizes only: no device read, so a CUDA graph can
 // capture the call.
+//
+// Per-sequence lengths (`varlen`: cache_seqlens with a batch above one) cut each sequence's own
+// keys into s ranges, so a short sequence's blocks end early and their slots idle while the longest
+// finish: T(s) gains kDecodeVarlenTail block-times of every slot (the host cannot read the lengths;
+// fitted to lengths spread over up to 2x). More, shorter blocks shrink that tail. Same-run
+// sweep on an H200 (bf16, B=8 S=32768 32/8 D=128, lengths in [S/2, S], x copy): 6 splits (one wave,
+// the count without the term) 0.87x, 12 0.90x, 18 and 24 0.91x, 36 0.87x; the term picks 18. The
+// contiguous cache of the same shape: 6 0.97x, 12 0.97x, 18 0.96x, 24 0.94x (docs/tuning_decode.md).
+// Only the mma.sync split kernel takes it: the narrow MLA kernel ran slower with more splits there
+// (B=16 S=16384 16/1 varlen: 8 splits 0.70x, 16 0.68x, 24 0.65x).
 constexpr int kMaxDecodeSplits = 256;
 constexpr double kDecodeBlockOverheadTiles = 2.0;  // Q load, pipeline fill, epilogue, the merge's share
 constexpr double kDecodeSaturation = 1.0;
-inline double decode_time_model(int64_t base_blocks, int key_tiles, int64_t slots, int s) {
+constexpr double kDecodeVarlenTail = 0.33;
+inline double decode_time_model(int64_t base_blocks, int key_tiles, int64_t slots, int s, bool varlen = false) {
   const int64_t blocks = base_blocks * s;
   const int64_t full = blocks / slots, rest = blocks % slots;
   const double sat = kDecodeSaturation * static_cast<double>(slots);
-  const double cost = static_cast<double>(full * slots) + (rest > 0 ? (rest > sat ? static_cast<double>(rest) : sat) : 0.0);
+  double cost = static_cast<double>(full * slots) + (rest > 0 ? (rest > sat ? static_cast<double>(rest) : sat) : 0.0);
+  if (varlen) cost += kDecodeVarlenTail * static_cast<double>(slots);
   return (static_cast<double>(key_tiles) / s + kDecodeBlockOverheadTiles) * cost;
 }
-inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms) {
+inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen = false) {
   if (base_blocks <= 0 || key_tiles <= 2) return 1;
   const int64_t slots = static_cast<int64_t>(sms > 0 ? sms : 1) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
   int limit = key_tiles / 2;
@@ -127,8 +139,8 @@ inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_p
   // A count must beat the best fewer splits by 2% (each split adds partials and merge work).
   int best = 1;
   for (int s = 2; s <= limit; ++s)
-    if (decode_time_model(base_blocks, key_tiles, slots, s) <
-        0.98 * decode_time_model(base_blocks, key_tiles, slots, best))
+    if (decode_time_model(base_blocks, key_tiles, slots, s, varlen) <
+        0.98 * decode_time_model(base_blocks, key_tiles, slots, best, varlen))
       best = s;
   return best;
 }
