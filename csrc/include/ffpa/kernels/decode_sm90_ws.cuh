@@ -82,9 +82,7 @@ struct DecodeWsProblem {
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kVKeys = Traits::kVKeys;
-  static constexpr int kColsS = Traits::kColsS;
   static constexpr bool kPairOk = false;  // a block per column group (no cluster pair)
-  static constexpr int kNS = kColsS / 8;
   static constexpr int kVChunks = Traits::kGroupCols / 64;  // 64-column chunks of one V stage
   static constexpr uint32_t kBarZeroV = 4;                  // named barriers 4, 5: one consumer's V zeroing
   static_assert(kBlockM == 64, "a block's rows are one 64-row box of Q");
@@ -197,12 +195,14 @@ struct DecodeWsProblem {
   }
 
   // ---- consumers ---------------------------------------------------------------------------
-  // Consumer c's scores of tile j, per element where a row's limit falls inside them (the length,
-  // causal) or the scale is negative: keys at or past the row's limit -> -inf, the rest scaled.
-  static __device__ __forceinline__ bool mask(float (&s)[kNS][4], const DecodeParams& p, const Item& w, int j, int c,
+  // A consumer's scores of tile j (keys [key0, key0 + 8 kNS) of it), per element where a row's limit
+  // falls inside them (the length, causal) or the scale is negative: keys at or past the row's
+  // limit -> -inf, the rest scaled.
+  template <int kNS>
+  static __device__ __forceinline__ bool mask(float (&s)[kNS][4], const DecodeParams& p, const Item& w, int j, int key0,
                                               int row0, int g, int t4) {
-    const int n0 = j * kBlockN + c * kColsS;
-    const bool per_elem = n0 + kColsS > w.lim_min || p.scale_log2 < 0.f;
+    const int n0 = j * kBlockN + key0;
+    const bool per_elem = n0 + 8 * kNS > w.lim_min || p.scale_log2 < 0.f;
     if (!per_elem) return false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {

@@ -49,8 +49,6 @@ struct FfpaPrefill {
   using VStage = typename Traits::VStage;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
-  static constexpr int kColsS = Traits::kColsS;
-  static constexpr int kNS = kColsS / 8;
   static constexpr int kVChunks = Traits::kGroupCols / 64;  // 64-column chunks of one V stage
   static constexpr bool kPairOk = true;  // the launcher runs a pair's blocks as a cluster
 
@@ -136,8 +134,9 @@ struct FfpaPrefill {
   // ---- consumers ---------------------------------------------------------------------------
   // Scores of a boundary tile (base 2, scaled here): the sequence end, the causal limit and, in
   // kBlockPartial tiles, attn_mask. Off the hot path.
+  template <int kNS>
   static __device__ __forceinline__ void mask_tile(float (&s)[kNS][4], const FwdParams& p, const Item& w, uint8_t code,
-                                              int row0, int n0, int g, int t4) {
+                                                   int row0, int n0, int g, int t4) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = row0 + g + 8 * r;
@@ -158,15 +157,17 @@ struct FfpaPrefill {
     }
   }
 
-  // The scores of key slot `slot` of tile j (keys [slot kColsS, ..) of it): the per-element path
-  // where the tile needs it (a partial block of the map, the sequence end, a negative scale, the
-  // causal limit); says whether it took it.
-  static __device__ __forceinline__ bool mask(float (&s)[kNS][4], const FwdParams& p, const Item& w, int j, int slot,
+  // One consumer's scores of tile j (keys [key0, key0 + 8 kNS) of it): the per-element path where the
+  // tile needs it (a partial block of the map, the sequence end, a negative scale, the causal
+  // limit); says whether it took it.
+  template <int kNS>
+  static __device__ __forceinline__ bool mask(float (&s)[kNS][4], const FwdParams& p, const Item& w, int j, int key0,
                                               int row0, int g, int t4) {
-    const int n0 = j * kBlockN + slot * kColsS;
+    constexpr int kKeys = 8 * kNS;
+    const int n0 = j * kBlockN + key0;
     const uint8_t code = w.codes != nullptr ? tile_code(p, w, j) : static_cast<uint8_t>(kBlockFull);
-    const bool per_elem = code == kBlockPartial || n0 + kColsS > p.len_kv || p.scale_log2 < 0.f ||
-                          (p.is_causal && n0 + kColsS - 1 > w.m0 + p.causal_offset);
+    const bool per_elem = code == kBlockPartial || n0 + kKeys > p.len_kv || p.scale_log2 < 0.f ||
+                          (p.is_causal && n0 + kKeys - 1 > w.m0 + p.causal_offset);
     if (per_elem) mask_tile(s, p, w, code, row0, n0, g, t4);
     return per_elem;
   }

@@ -62,9 +62,9 @@
 //   load_qk(p, maps, w, stage, bar, d, j, scratch)  producer: Q and K slice d of tile j, kQKStageBytes in all
 //   load_v(p, maps, w, stage, bar, j, v, scratch)   producer: V stage v of tile j, kVStageBytes in all
 //                                     (issued after tile j + 1's begin_tile)
-//   mask(s, p, w, j, slot, row0, g, t4)    the scores of key slot `slot` of tile j (keys slot kColsS ..):
-//                                     masks and scales them (base 2) where the tile needs it and says
-//                                     whether it did
+//   mask(s, p, w, j, key0, row0, g, t4)    one consumer's scores of tile j (s: float[kN][4], keys key0
+//                                     .. key0 + 8 kN of the tile): masks and scales them (base 2)
+//                                     where the tile needs it and says whether it did
 //   kPairOk                           whether the launcher runs a pair's blocks as a cluster
 //   prepare_v(p, w, j, v, stage, col)      before P V reads a V stage (consumer's columns from col)
 //   store(p, w, c, col0, row0, g, t4, o, row_max, l)   the finished rows (l: their full row sums)
@@ -102,11 +102,9 @@ struct FfpaWsPipeline {
   using PTile = typename Traits::PTile;
   using RingQK = StageRing<Traits::kQKStages>;
   using RingV = StageRing<Traits::kVStages>;
-  using MmaS = ptx::WgmmaM64<Traits::kColsS, Element>;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
-  static constexpr int kColsS = Traits::kColsS;
-  static constexpr int kNS = kColsS / 8;  // m16n8 S tiles per warp
+  static constexpr int kColsS = Traits::kColsS;  // keys of S per consumer of a pair (a lone block: kColsS0 / 1)
   static constexpr int kSlicesQK = Traits::kSlicesQK;
   static constexpr int kStagesV = Traits::kStagesV;
   // S_j's wgmmas are issued before P V_{j-1}'s, and the softmax of S_j runs while the tensor cores do
@@ -205,19 +203,21 @@ struct FfpaWsPipeline {
   // ---- consumers ---------------------------------------------------------------------------
   static __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return ptx::gmma_desc_sw128(addr, 16, 1024); }
 
-  // Issue S = Q K_j[64 c ..]^T over the E slices, one slice's wgmmas in flight while the next is
+  // Issue S = Q K_j[key0 .. key0 + 8 kNS)^T over the E slices, one slice's wgmmas in flight while the next is
   // issued (each earlier stage released once its wgmmas are done). Returns with the last slice's
   // group pending: the caller waits for it and releases that stage (release_qk).
+  template <int kNS>
   static __device__ __forceinline__ void issue_qk(float (&s)[kNS][4], const Smem& sm, typename RingQK::State& st,
-                                                  int c, int lane) {
+                                                  int key0, int lane) {
 #pragma unroll 1
     for (int d = 0; d < kSlicesQK; ++d) {
       sm.ring_qk.consumer_wait(st);
       const uint32_t q = sm.qk + st.stage * Traits::kQKStageBytes;
-      const uint32_t k = q + QSlice::kBytes + c * kColsS * 128;
+      const uint32_t k = q + QSlice::kBytes + key0 * 128;
       ptx::wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) MmaS::ss(s, k_major(q + ks * 32), k_major(k + ks * 32), d > 0 || ks > 0);
+      for (int ks = 0; ks < 4; ++ks)
+        ptx::WgmmaM64<8 * kNS, Element>::ss(s, k_major(q + ks * 32), k_major(k + ks * 32), d > 0 || ks > 0);
       ptx::wgmma_commit_group();
       if (d >= kLag) {
         ptx::wgmma_wait_group<kLag>();
@@ -291,10 +291,11 @@ struct FfpaWsPipeline {
   // Online softmax of S_j on consumer c (key slot `slot`): masks where the tile needs it
   // (Problem::mask), exchanges row maxima with the consumers sharing the tile (exchange_stats), updates the row max and this consumer's partial row
   // sum, leaves P = exp2(S - m) in s and returns alpha in `alpha`, the factor O is rescaled by.
+  template <int kNS>
   static __device__ __forceinline__ void softmax(const Params& p, const Smem& sm, const Item& w, int j, int slot,
-                                                 int r0, int row0, int g, int t4, uint32_t xphase, float (&s)[kNS][4],
+                                                 int key0, int r0, int row0, int g, int t4, uint32_t xphase, float (&s)[kNS][4],
                                                  float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
-    const bool per_elem = Problem::mask(s, p, w, j, slot, row0, g, t4);
+    const bool per_elem = Problem::mask(s, p, w, j, key0, row0, g, t4);
     const float sf = per_elem ? 1.f : p.scale_log2;
     float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
 #pragma unroll
@@ -356,14 +357,15 @@ struct FfpaWsPipeline {
   // banks), published to the async proxy and to the other consumer (barrier 2).
   // A pair: into both blocks' P buffers (distributed shared memory), published on barrier p of both
   // (wait_p waits for the other consumers' halves).
-  static __device__ __forceinline__ void write_p(const Smem& sm, const float (&s)[kNS][4], uint32_t p_tile, int slot,
+  template <int kNS>
+  static __device__ __forceinline__ void write_p(const Smem& sm, const float (&s)[kNS][4], uint32_t p_tile, int key0,
                                                  int r0, int t4) {
     const uint32_t peer = kPair ? ptx::map_shared_rank(p_tile, ptx::cluster_ctarank() ^ 1u) - p_tile : 0u;
 #pragma unroll
     for (int n = 0; n < kNS; ++n)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, slot * kColsS + 8 * n + 2 * t4);
+        const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, key0 + 8 * n + 2 * t4);
         const uint32_t x = Num::pack2(s[n][2 * r], s[n][2 * r + 1]);
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x));
         if constexpr (kPair) ptx::st_shared_cluster_b32(addr + peer, x);
@@ -394,15 +396,18 @@ struct FfpaWsPipeline {
   // One item on consumer c, which owns O columns [col, col + kCols) of the item's group. S_j's wgmmas
   // are issued before P V_{j-1}'s, so the softmax of S_j runs while the tensor cores do the first
   // kPreV V stages of P V_{j-1} (P double-buffered).
-  template <int kCols>
+  template <int kCols, int kKeys>
   static __device__ __forceinline__ void consume(const Params& p, const Smem& sm, const Item& w, int c, int col) {
     constexpr int kNO = kCols / 8;  // m16n8 O tiles per warp
+    constexpr int kNS = kKeys / 8;  // m16n8 S tiles per warp
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int r0 = 16 * warp + g;  // this thread's first row in the block (and r0 + 8)
     const int row0 = w.m0 + 16 * warp;
     // This consumer's key slot of each tile (a pair's block r computes slots 2 r, 2 r + 1) and the
     // parity of the exchange barriers' current phase (flips per tile).
     const int slot = kPair ? 2 * static_cast<int>(ptx::cluster_ctarank()) + c : c;
+    // Its keys of each tile: [key0, key0 + kKeys) (a lone block's consumer 1 starts past consumer 0's).
+    const int key0 = kPair ? slot * kColsS : c * Traits::kColsS0;
     uint32_t xphase = 0, fphase = 0;
     float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -417,22 +422,22 @@ struct FfpaWsPipeline {
       float s[kNS][4], alpha[2];
       int held[kStagesV];  // V stages of P V in flight
       uint32_t p_tile = sm.p;
-      issue_qk(s, sm, sq, c, lane);
+      issue_qk(s, sm, sq, key0, lane);
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(s);
       release_qk(sm, sq, lane);
-      softmax(p, sm, w, j, slot, r0, row0, g, t4, xphase, s, row_max, row_sum, alpha);  // O is 0: alpha unused
-      write_p(sm, s, p_tile, slot, r0, t4);
+      softmax(p, sm, w, j, slot, key0, r0, row0, g, t4, xphase, s, row_max, row_sum, alpha);  // O is 0: alpha unused
+      write_p(sm, s, p_tile, key0, r0, t4);
       xphase ^= 1u;
       for (int jn = Problem::next_tile(p, w, j); jn < w.n_end; j = jn, jn = Problem::next_tile(p, w, j)) {
-        issue_qk(s, sm, sq, c, lane);  // S_jn's wgmmas first; its softmax runs under P V_j's first stages
+        issue_qk(s, sm, sq, key0, lane);  // S_jn's wgmmas first; its softmax runs under P V_j's first stages
         wait_p(sm, xphase ^ 1u);       // (a pair: P_j's exchange ran under S_jn's issue)
 #pragma unroll
         for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, p, w, sm, sv, p_tile, j, v, col);
         ptx::wgmma_wait_group<kPreV>();
         ptx::wgmma_fence_operand(s);
         release_qk(sm, sq, lane);
-        softmax(p, sm, w, jn, slot, r0, row0, g, t4, xphase, s, row_max, row_sum, alpha);
+        softmax(p, sm, w, jn, slot, key0, r0, row0, g, t4, xphase, s, row_max, row_sum, alpha);
         finish_pv<kCols>(o, p, w, sm, sv, held, p_tile, j, col, lane);
         if constexpr (Traits::kPBuffers == 2) {
           p_tile = p_tile == sm.p ? sm.p + PTile::kBytes : sm.p;  // its last reader, P V_{j-1}, is done (all)
@@ -444,7 +449,7 @@ struct FfpaWsPipeline {
           ptx::mbarrier_wait_parity<true>(sm.xbar + 8 * kXFree, fphase);
           fphase ^= 1u;
         }
-        write_p(sm, s, p_tile, slot, r0, t4);
+        write_p(sm, s, p_tile, key0, r0, t4);
         xphase ^= 1u;
       }
       wait_p(sm, xphase ^ 1u);
@@ -501,11 +506,11 @@ struct FfpaWsPipeline {
     }
     ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
     if constexpr (kOneCopy)  // one copy of the consumer code
-      consume<Traits::kCols0>(p, sm, w, wg - 1, (wg - 1) * Traits::kCols0);
+      consume<Traits::kCols0, Traits::kColsS>(p, sm, w, wg - 1, (wg - 1) * Traits::kCols0);
     else if (wg == 1)
-      consume<Traits::kCols0>(p, sm, w, 0, 0);
+      consume<Traits::kCols0, Traits::kColsS0>(p, sm, w, 0, 0);
     else
-      consume<Traits::kCols1>(p, sm, w, 1, Traits::kCols0);
+      consume<Traits::kCols1, Traits::kColsS1>(p, sm, w, 1, Traits::kCols0);
   }
 };
 

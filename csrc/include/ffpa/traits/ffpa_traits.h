@@ -240,11 +240,25 @@ struct FfpaWsTraits {
   static constexpr int kVKeys = 32;                        // keys of one V stage
   static constexpr int kKRows = 128;                       // keys of a tile whose S this block computes
   static constexpr int kBlockN = kKRows * kPairSize;       // keys of a tile
-  static constexpr int kColsS = kKRows / kConsumers;       // S columns per consumer
+  static constexpr int kColsS = kKRows / kConsumers;       // S columns per consumer (a pair's four slots)
   static constexpr int kPBuffers = kPair ? 1 : 2;          // P double-buffered, a pair's (twice as wide) not
   static constexpr bool kPadded = kGroups * kGroupCols != kHeadDimV;  // the last group's columns pass Dv
   static constexpr int kCols0 = 64 * ((kGroupCols + 127) / 128);    // O columns of consumer 0
   static constexpr int kCols1 = kGroupCols - kCols0;                // O columns of consumer 1
+  // Keys of a tile whose S consumer 0 / 1 of a lone block computes. Where consumer 0 owns more O
+  // columns (Dv / 64 odd) it takes 48 keys and consumer 1 80 if that evens their tensor work per
+  // tile (keys x E for S plus kKRows x columns for P V): Dv = E = 320 goes from 45056 / 36864 to
+  // 39936 / 41984 multiply-adds per row, 448 from 61440 / 53248 to 54272 / 60416. Same-run A/B on
+  // an H200 (bf16, TFLOPS, even split -> this): D = 320 B=1 H=32 N=8192 454 -> 471, causal 434 -> 445,
+  // B=4 H=16 N=2048 411 -> 422; D = 448 457 -> 462 (docs/hopper_ffpa.md). A pair splits the keys
+  // evenly (kColsS each).
+  static constexpr int work(int keys, int cols) { return keys * kHeadDim + kKRows * cols; }
+  static constexpr int max2(int a, int b) { return a > b ? a : b; }
+  static constexpr bool kUnevenS = !kPair && kCols0 > kCols1 &&
+                                   max2(work(48, kCols0), work(kKRows - 48, kCols1)) <
+                                       max2(work(kColsS, kCols0), work(kColsS, kCols1));
+  static constexpr int kColsS0 = kUnevenS ? 48 : kColsS;
+  static constexpr int kColsS1 = kKRows - kColsS0;
   static constexpr int kSlicesQK = kHeadDim / kSliceD;     // Q@K^T stages per key tile
   static constexpr int kStagesV = kBlockN / kVKeys;        // V stages per key tile
   static constexpr int kThreads = 128 * (kConsumers + 1);
@@ -283,7 +297,7 @@ struct FfpaWsTraits {
   static_assert(kQKStages * kQKStageBytes == 96 * 1024, "the Q@K^T stages take the same bytes at every head dim");
   static_assert(2 * 8 * (kQKStages + kVStages) + 4 * 8 <= kBarrierBytes, "the barriers fit their bytes");
   static_assert(kPBuffers * PTile::kBytes == 32 * 1024, "P takes the same bytes at every head dim");
-  static_assert(kColsS % 16 == 0, "S columns per consumer: whole k-steps of P V");
+  static_assert(kColsS % 16 == 0 && kColsS0 % 16 == 0 && kColsS1 % 16 == 0, "S columns per consumer: whole k-steps of P V");
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
 };
 
