@@ -203,8 +203,9 @@ struct FfpaWsPipeline {
   // ---- consumers ---------------------------------------------------------------------------
   static __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return ptx::gmma_desc_sw128(addr, 16, 1024); }
 
-  // Issue S = Q K_j[key0 .. key0 + 8 kNS)^T over the E slices, one slice's wgmmas in flight while the next is
-  // issued (each earlier stage released once its wgmmas are done). Returns with the last slice's
+  // Issue S = Q K_j^T for the keys at rows [key0, key0 + 8 kNS) of the K slices, over the E
+  // slices, one slice's wgmmas in flight while the next is issued (each earlier stage released once
+  // its wgmmas are done). Returns with the last slice's
   // group pending: the caller waits for it and releases that stage (release_qk).
   template <int kNS>
   static __device__ __forceinline__ void issue_qk(float (&s)[kNS][4], const Smem& sm, typename RingQK::State& st,
@@ -406,8 +407,10 @@ struct FfpaWsPipeline {
     // This consumer's key slot of each tile (a pair's block r computes slots 2 r, 2 r + 1) and the
     // parity of the exchange barriers' current phase (flips per tile).
     const int slot = kPair ? 2 * static_cast<int>(ptx::cluster_ctarank()) + c : c;
-    // Its keys of each tile: [key0, key0 + kKeys) (a lone block's consumer 1 starts past consumer 0's).
+    // Its keys of each tile: [key0, key0 + kKeys) (a lone block's consumer 1 starts past consumer 0's),
+    // and where they sit in this block's K slices (a pair's block holds its own 128 keys of the tile).
     const int key0 = kPair ? slot * kColsS : c * Traits::kColsS0;
+    const int key0_smem = kPair ? c * kColsS : key0;
     uint32_t xphase = 0, fphase = 0;
     float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -422,7 +425,7 @@ struct FfpaWsPipeline {
       float s[kNS][4], alpha[2];
       int held[kStagesV];  // V stages of P V in flight
       uint32_t p_tile = sm.p;
-      issue_qk(s, sm, sq, key0, lane);
+      issue_qk(s, sm, sq, key0_smem, lane);
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(s);
       release_qk(sm, sq, lane);
@@ -430,7 +433,7 @@ struct FfpaWsPipeline {
       write_p(sm, s, p_tile, key0, r0, t4);
       xphase ^= 1u;
       for (int jn = Problem::next_tile(p, w, j); jn < w.n_end; j = jn, jn = Problem::next_tile(p, w, j)) {
-        issue_qk(s, sm, sq, key0, lane);  // S_jn's wgmmas first; its softmax runs under P V_j's first stages
+        issue_qk(s, sm, sq, key0_smem, lane);  // S_jn's wgmmas first; its softmax runs under P V_j's first stages
         wait_p(sm, xphase ^ 1u);       // (a pair: P_j's exchange ran under S_jn's issue)
 #pragma unroll
         for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, p, w, sm, sv, p_tile, j, v, col);
