@@ -23,6 +23,7 @@ from _reference import (
     poison_allocator,
     rand_qkv,
     reference,
+    rising_then_jumping_keys,
 )
 from ffpa_attn import _ops
 
@@ -126,6 +127,19 @@ def test_fa2_odd_lengths(dtype, D, L, S, causal, mma):
     q, k, v = rand_qkv(1, *heads, L, S, D, dtype, seed=L * 7 + S)
     out, lse = run_fa2(q, k, v, causal)
     check(out, lse, q, k, v, causal, what=f"D={D} L={L} S={S} {causal} heads={heads}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", ["none", "bottom_right"])
+def test_fa2_scores_rising_then_jumping(dtype, D, causal, mma):
+    """Row maxima that creep up tile after tile (the Hopper kernel keeps its old max: P above 1) and then
+    jump (the max moves, O rescales): output and LSE as the reference's."""
+    need(dtype, D)
+    q, k, v = rand_qkv(2, 4, 2, 300, 1500, D, dtype, seed=41)
+    k = rising_then_jumping_keys(k)
+    out, lse = run_fa2(q, k, v, causal)
+    check(out, lse, q, k, v, causal, what=f"D={D} {causal} rising scores")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])

@@ -21,6 +21,7 @@ from _reference import (
     poison_allocator,
     rand_qkv,
     reference,
+    rising_then_jumping_keys,
     sdpa_low_precision,
 )
 
@@ -354,6 +355,24 @@ def test_l1_hopper_tma_kernel_and_its_fallback(D, Dv):
             assert_close_to_reference(got["out"], q, k, v, is_causal=causal != "none", scale=kw.get("scale"),
                                       attn_mask=kw.get("attn_mask"), causal_bottom_right=causal == "bottom_right",
                                       lse=got["lse"], what=f"L1 {D}/{Dv} {name} {causal}")
+
+
+@pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
+@pytest.mark.parametrize("D,Dv", [(320, 320), (576, 512), (1024, 1024)], ids=["320", "576-512", "1024"])
+@pytest.mark.parametrize("causal", ["none", "bottom_right"])
+def test_l1_hopper_scores_rising_then_jumping(D, Dv, causal):
+    """Row maxima that creep up tile after tile (the kernel keeps its old max: P above 1, in both
+    consumers' halves of P alike) and then jump (the max moves, O rescales): output and LSE as the
+    reference's, a lone block and a cluster pair."""
+    dtype = next((dt for dt in (torch.float16, torch.bfloat16) if compiled(dt, D, 1, dv=Dv)), None)
+    if dtype is None:
+        pytest.skip(f"L1 {D}/{Dv} not compiled")
+    q, k, v = rand_qkv(1, 4, 2, 200, 1300, D, dtype, seed=42, Dv=Dv)
+    k = rising_then_jumping_keys(k)
+    kw = {"causal_align": causal} if causal != "none" else {}
+    out, lse = run_ffpa(q, k, v, causal != "none", **kw)
+    assert_close_to_reference(out, q, k, v, is_causal=causal != "none", causal_bottom_right=causal == "bottom_right",
+                              lse=lse, what=f"L1 {D}/{Dv} {causal} rising scores")
 
 
 @pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")

@@ -27,6 +27,23 @@ __device__ __forceinline__ float online_update(float& row_max, float& row_sum, f
   return alpha;
 }
 
+// The lazy form (FlashAttention-4's idea): the max a row exponentiates against moves only when a
+// tile's max exceeds it by more than `slack` (base 2), so P = exp2(s - m) stays <= 2^slack and,
+// once a row's max has settled near its final value, tiles rescale nothing: the kernels skip a
+// warp's O *= alpha whenever every alpha of the warp is 1. O, the row sum and the LSE (m + log2 l)
+// are exact either way (they are all relative to the same m); P in b16 keeps its relative precision
+// at any magnitude. slack = 0 is the eager update above. Not for FP8's P (e4m3 tops out at 448).
+constexpr float kLazyMaxSlack = 8.f;
+__device__ __forceinline__ float online_update_lazy(float& row_max, float& row_sum, float tile_max, float& neg_m,
+                                                    float slack = kLazyMaxSlack) {
+  const bool move = tile_max > row_max + slack;  // also when row_max is -inf and tile_max is not
+  const float alpha = move ? ptx::ex2_approx_ftz(row_max - tile_max) : 1.f;
+  if (move) row_max = tile_max;
+  row_sum *= alpha;
+  neg_m = -exp_base(row_max);
+  return alpha;
+}
+
 // 1 / l for the final normalisation; 0 for a row that saw no key (its output is 0, not NaN).
 __device__ __forceinline__ float inv_row_sum(float l) { return l > 0.f ? 1.f / l : 0.f; }
 

@@ -313,7 +313,7 @@ struct FfpaWsPipeline {
 #pragma unroll
       for (int k = 0; k < kSlots; ++k)
         if (k != slot) m = fmaxf(m, sm.stats[k * kBlockM + r0 + 8 * r]);
-      alpha[r] = online_update(row_max[r], row_sum[r], m, neg_m[r]);
+      alpha[r] = online_update_lazy(row_max[r], row_sum[r], m, neg_m[r]);
     }
     exp2_strip_add_sums(s, sf, neg_m, row_sum);
   }
