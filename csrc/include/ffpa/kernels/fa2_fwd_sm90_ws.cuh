@@ -243,7 +243,8 @@ struct Fa2FwdWs {
     ptx::wgmma_commit_group();
   }
 
-  // Online softmax of S_j (base 2): masks boundary tiles, updates the row max and sum, leaves
+  // Online softmax of S_j (base 2): masks boundary tiles, updates the row max (lazily: it moves only
+  // past a slack of 8, attn/state.cuh, so settled rows skip O's rescale) and sum, leaves
   // P = exp2(S - m) in s (fp32) and returns the factor O must be rescaled by. Neither O nor the P
   // operand registers are touched: the previous tile's P V may still be reading them (a register
   // definition of a running wgmma's operands makes ptxas serialise the pipeline).

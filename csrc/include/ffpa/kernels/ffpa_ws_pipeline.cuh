@@ -290,7 +290,8 @@ struct FfpaWsPipeline {
   }
 
   // Online softmax of S_j on consumer c (key slot `slot`): masks where the tile needs it
-  // (Problem::mask), exchanges row maxima with the consumers sharing the tile (exchange_stats), updates the row max and this consumer's partial row
+  // (Problem::mask), exchanges row maxima with the consumers sharing the tile (exchange_stats), updates the row max
+  // (lazily, the same on every consumer: attn/state.cuh) and this consumer's partial row
   // sum, leaves P = exp2(S - m) in s and returns alpha in `alpha`, the factor O is rescaled by.
   template <int kNS>
   static __device__ __forceinline__ void softmax(const Params& p, const Smem& sm, const Item& w, int j, int slot,
