@@ -95,6 +95,14 @@ struct Fa2FwdWs {
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kNS = Traits::kNTilesS;
+  // P V's wait deferred to the next tile (tile<true>), so the softmax runs under P V: in one block of
+  // code ptxas sinks the softmax below the wait (docs/hopper_profile.md, sessions 19-20). D = 97..128
+  // on two consumer warpgroups and the 128-key tile only: there it gained 0.4-2% non-causal and 1-11%
+  // causal on an H200; with 176 keys, three consumers or Dv = 256 S, O and P no longer fit the
+  // registers together (C7512: ptxas serialises the wgmma pipeline, or spills), and at D = 96 the
+  // same 128-key tile ran 1-3% slower deferred than not.
+  static constexpr bool kDefer = Plan::kConsumers == 2 && Traits::kBlockN <= 128 && Traits::kHeadDim > 96 &&
+                                 Traits::kHeadDim <= 128;
   static constexpr int kNO = Traits::kNTilesO;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
@@ -296,6 +304,50 @@ struct Fa2FwdWs {
     if constexpr (kPingPong) ptx::named_barrier_arrive(1 + (c + 1) % kConsumers, kTurnThreads);
   }
 
+  // The previous tile's P V done: its V stage released, O rescaled by this tile's alpha, this
+  // tile's P packed as the next P V's operand.
+  struct Reader;
+  static __device__ __forceinline__ void complete_pv(const Smem& sm, Reader& rd, int lane, float (&o)[kNO][4],
+                                                     const float (&alpha)[2], const float (&s)[kNS][4],
+                                                     uint32_t (&pf)[kKStepsPV][4]) {
+    ptx::wgmma_wait_group<0>();
+    ptx::wgmma_fence_operand(o);
+    if (lane == 0) sm.ring_v.consumer_release(rd.sv);
+    rd.sv.advance();
+    rescale(o, alpha);
+    pack(s, pf);
+  }
+
+  // One key tile after the item's first: S_j and P_{j-1} V_{j-1} issued on this warpgroup's turn, the
+  // softmax of S_j while P V runs; P V is left pending. kComplete (kDefer): the P V the tile before
+  // left pending completes here (complete_pv), after the wait for K_j; otherwise the caller completes
+  // each P V right after its tile.
+  template <bool kComplete>
+  static __device__ __forceinline__ void tile(const FwdParams& p, const Smem& sm, const Item& w, int c, Reader& rd,
+                                              int lane, int row0, int g, int t4, uint32_t q_wg, float scale_log2,
+                                              int& j, int& jn, float (&s)[kNS][4], float (&o)[kNO][4],
+                                              uint32_t (&pf)[kKStepsPV][4], float (&row_max)[2], float (&row_sum)[2],
+                                              float (&alpha)[2]) {
+    j = jn;
+    jn = next_tile(w.codes, j + 1, w.n_end);
+    sm.ring_k.consumer_wait(rd.sk);
+    if constexpr (kComplete) complete_pv(sm, rd, lane, o, alpha, s, pf);
+    sm.ring_v.consumer_wait(rd.sv);
+    turn_wait(c);
+    ptx::wgmma_fence_operand(o);  // before S's issue: no register definitions inside the stage
+    issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
+    issue_pv(o, pf, sm.v + rd.sv.stage * Plan::kVBytes);
+    turn_pass(c);
+    ptx::wgmma_wait_group<1>();
+    ptx::wgmma_fence_operand(s);
+    if (lane == 0) sm.ring_k.consumer_release(rd.sk);
+    rd.sk.advance();
+    // The item's last S is done: Q's slot may take the next item's Q while this softmax, the last
+    // P V and the epilogue run.
+    if (jn >= w.n_end) release_q(sm, rd, lane);
+    softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
+  }
+
   // Consumer state carried across items: where this warpgroup is in the three rings.
   struct Reader {
     typename QRing::State sq;
@@ -353,30 +405,21 @@ struct Fa2FwdWs {
       if (jn >= w.n_end) release_q(sm, rd, lane);
       softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
       pack(s, pf);
-      for (; jn < w.n_end;) {
-        j = jn;
-        jn = next_tile(w.codes, j + 1, w.n_end);
-        sm.ring_k.consumer_wait(rd.sk);
-        sm.ring_v.consumer_wait(rd.sv);
-        turn_wait(c);
-        ptx::wgmma_fence_operand(o);  // before S's issue: no register definitions inside the stage
-        issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
-        issue_pv(o, pf, sm.v + rd.sv.stage * Plan::kVBytes);
-        turn_pass(c);
-        ptx::wgmma_wait_group<1>();
-        ptx::wgmma_fence_operand(s);
-        if (lane == 0) sm.ring_k.consumer_release(rd.sk);
-        rd.sk.advance();
-        // The item's last S is done: Q's slot may take the next item's Q while this softmax, the
-        // last P V and the epilogue run.
-        if (jn >= w.n_end) release_q(sm, rd, lane);
-        softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
-        ptx::wgmma_wait_group<0>();
-        ptx::wgmma_fence_operand(o);
-        if (lane == 0) sm.ring_v.consumer_release(rd.sv);
-        rd.sv.advance();
-        rescale(o, alpha);
-        pack(s, pf);
+      if constexpr (kDefer) {
+        // P_{j-1} V_{j-1} completes at the top of the next tile, after that tile's wait for K: a separate
+        // block of code, so ptxas cannot sink S_j's softmax below that wait (in one block it does, and
+        // the softmax runs after P V instead of under it: docs/hopper_profile.md, session 19).
+        if (jn < w.n_end) {
+          tile<false>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha);
+          while (jn < w.n_end)
+            tile<true>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha);
+          complete_pv(sm, rd, lane, o, alpha, s, pf);
+        }
+      } else {
+        while (jn < w.n_end) {
+          tile<false>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha);
+          complete_pv(sm, rd, lane, o, alpha, s, pf);
+        }
       }
     }
     if (!any) release_q(sm, rd, lane);  // no S at all (every key tile masked out)
