@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Per-tile timeline of the warp-specialised FA-2 kernel (#15, session 19): applies
 # scripts/dev/fa2_ws_trace.patch (SM-clock stamps by lane 0 of each consumer warpgroup and by the
-# producer thread into 12 KB of spare shared memory, printed by blocks 0..3 after their last item;
-# D = 128 fits beside the rings), builds an FA-2-only sm_90a D = 128 bf16 extension, runs a few
-# shapes and reports per-phase cycle medians (scripts/dev/ws_trace_report.py). Reverts the patch
-# after. On the device: OUT=$OUT bash scripts/dev/ws_trace.sh ["B H N D causal" ...]
+# producer thread into 4 KB a warpgroup of spare shared memory, printed by blocks 0..3 after their
+# last item, and every block's start and end), builds an FA-2-only sm_90a bf16 extension (D = 128, or
+# FFPA_HEAD_DIMS), runs a few shapes and reports per-phase cycle medians and the tail
+# (scripts/dev/ws_trace_report.py). Reverts the patch after. On the device:
+# OUT=$OUT [FFPA_HEAD_DIMS=64,128] [SPANS_ONLY=1] bash scripts/dev/ws_trace.sh ["B H N D causal" ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
 git apply scripts/dev/fa2_ws_trace.patch || exit 1
 trap 'git apply -R scripts/dev/fa2_ws_trace.patch' EXIT
-export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2 FFPA_HEAD_DIMS=128 FFPA_DTYPES=bf16 FFPA_EXPECT_EXTENSION=1 PYTHONUNBUFFERED=1
+export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2 FFPA_HEAD_DIMS=${FFPA_HEAD_DIMS:-128} FFPA_DTYPES=bf16 FFPA_EXPECT_EXTENSION=1 PYTHONUNBUFFERED=1
+# SPANS_ONLY=1: no per-tile stamps, only every block's start, end and SM (the tail, uninstrumented)
+[ "${SPANS_ONLY:-0}" = 1 ] && export NVCC_APPEND_FLAGS="${NVCC_APPEND_FLAGS:-} -DFFPA_DEV_SPANS_ONLY"
 python3 -m pip install --no-build-isolation --no-deps -v . > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 cat > "$OUT/trace_run.py" <<'P'
 import sys, torch, ffpa_attn
@@ -23,8 +26,9 @@ ffpa_attn.forward(q, k, v, is_causal=bool(causal), strict=True); torch.cuda.sync
 print("=== END", flush=True)
 P
 [ $# -gt 0 ] || set -- "8 16 2048 128 0" "2 16 4096 128 0" "8 16 2048 128 1"
+n=0
 for c in "$@"; do
-  f="$OUT/trace_$(echo $c | tr ' ' _).log"
+  n=$((n + 1)); f="$OUT/trace_${n}_$(echo $c | tr ' ' _).log"
   python3 "$OUT/trace_run.py" $c > "$f" 2>&1 || { tail -5 "$f"; continue; }
   echo "== B H N D causal = $c"; python3 scripts/dev/ws_trace_report.py "$f"
 done

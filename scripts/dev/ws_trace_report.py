@@ -2,18 +2,23 @@
 consumer item: 1 item start, 2 Q landed, then per key tile 10 K/V landed, 3 ping-pong turn taken,
 4 S done, 5 softmax done, 6 P V done (the first tile: 10, 3, 4 only), then 7 last V landed, 8 last
 P V done, 9 O stored. Phases are differences of consecutive stamps; "period" is turn to turn.
-Items cut short by the trace buffer are left out. Usage: ws_trace_report.py trace.log"""
+Items cut short by the trace buffer are left out. "E" lines (every block's start and end, globaltimer
+ns) give the kernel's span and the share of block time idle at the tail. Usage: ws_trace_report.py trace.log"""
 import collections
 import statistics as st
 import sys
 
 lines = open(sys.argv[1]).read().split("=== RUN")[1].split("=== END")[0].splitlines()
 ev = collections.defaultdict(list)
+spans = {}  # block -> (start, end) in ns (globaltimer)
 for line in lines:
     if line.startswith("T "):
         _, b, who, i, v = line.split()
         v = int(v)
         ev[(int(b), int(who))].append((int(i), v & 15, v & ~15))
+    elif line.startswith("E "):
+        _, b, t0, t1, sm = line.split()
+        spans[int(b)] = (int(t0), int(t1), int(sm))
 
 
 def d(a, b):
@@ -29,7 +34,7 @@ def find(it, code, start):
 
 agg = collections.defaultdict(list)
 for (b, who), stamps in sorted(ev.items()):
-    if who == 2:  # the producer's stamps: not reported
+    if who == 9:  # the producer's stamps: not reported
         continue
     stamps.sort()
     items = []
@@ -72,3 +77,14 @@ for (b, who), stamps in sorted(ev.items()):
         agg["epilogue store"].append(d(it[j8][1], it[j9][1]))
 for name, v in agg.items():
     print(f"{name:30s} n={len(v):5d} median={st.median(v):8.0f} min={min(v):7d} max={max(v):7d}")
+spans = {b: v for b, v in spans.items() if b >= 4 or not ev}  # blocks 0..3 print their stamps before ending
+if spans:
+    t0 = min(v[0] for v in spans.values())
+    ends = sorted(v[1] - t0 for v in spans.values())
+    starts = sorted(v[0] - t0 for v in spans.values())
+    print(f"blocks {len(spans)}: kernel {ends[-1] / 1e3:.1f} us, last start {starts[-1] / 1e3:.1f} us, block ends "
+          f"min {ends[0] / 1e3:.1f} median {st.median(ends) / 1e3:.1f} max {ends[-1] / 1e3:.1f} us; idle share "
+          f"{sum(ends[-1] - e for e in ends) / (len(ends) * ends[-1]):.3f}")
+    med = st.median(ends)
+    slow = sorted((v[2], b) for b, v in spans.items() if v[1] - t0 > 1.15 * med)
+    print(f"blocks ending 15% past the median: {len(slow)} (sm, block): {slow}")
