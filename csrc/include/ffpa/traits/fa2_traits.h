@@ -67,16 +67,16 @@ constexpr Fa2TileSpec fa2_tile_sm80(int head_dim) {
 }
 
 // The Hopper table, keyed by head dim (D = max(E, Ev)). Up to 256 the tile is the warp-specialised
-// kernel's (fa2_fwd_sm90_ws.cuh: two consumer warpgroups of 64 rows, softmax overlapped with the
-// previous tile's P V, 240 registers per consumer thread), which the cp.async wgmma kernel shares
-// as its fallback so one mask block map serves both. Key tiles: the widest whose S, O and P
-// registers fit 240 and whose two K/V stages fit shared memory beside Q -- 192 up to D = 64, 176 up
-// to 96, 96 up to 192, 80 up to 256 (each 4-13% faster than 128 / 128 / 96 / 64 on an H200:
-// docs/hopper_profile.md) -- except D = 97..128: 128 keys, where S, O and P fit the registers
-// together so the softmax runs under P V (the kernel's kDefer; with 176 keys ptxas ran it after P V:
-// 0.4-11% slower, sessions 19-20). The table stops at 256: past it, Hopper runs FFPA L1's wgmma + TMA
-// kernel (ffpa_attn/_spec.py), which beat this family's 320 / 384 tiles (P V in two wgmmas, 32-key
-// tiles at 384) by 1.2-1.5x.
+// kernel's (fa2_fwd_sm90_ws.cuh: consumer warpgroups of 64 rows, softmax overlapped with the
+// previous tile's P V), which the cp.async wgmma kernel shares as its fallback so one mask block map
+// serves both. Up to D = 64 three consumer warpgroups (192 rows, 160 registers each) on 128 keys;
+// above, two (128 rows, 240 registers) on the widest key tile whose S, O and P fit the registers and
+// whose two K/V stages fit shared memory beside Q -- 176 up to D = 96, 96 up to 192, 80 up to 256
+// (each 4-13% faster than 128 / 96 / 64 on an H200: docs/hopper_profile.md) -- except D = 97..128:
+// 128 keys, where S, O and P fit the registers together so the softmax runs under P V (the kernel's
+// kDefer; with 176 keys ptxas ran it after P V: 0.4-11% slower, sessions 19-20). The table stops at
+// 256: past it, Hopper runs FFPA L1's wgmma + TMA kernel (ffpa_attn/_spec.py), which beat this
+// family's 320 / 384 tiles (P V in two wgmmas, 32-key tiles at 384) by 1.2-1.5x.
 constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
   if (head_dim <= 64) return fa2_wgmma_tile(3, 128);
   if (head_dim <= 96) return fa2_wgmma_tile(2, 176);
