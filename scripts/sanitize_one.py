@@ -104,6 +104,13 @@ for mode in ("auto", "sync") if "fa2" in PARTS else ():
             run(q, k, v, is_causal=True, num_stages=2)
             q2 = torch.cat([q, q])
             run(q2, k.expand(2, -1, -1, -1), v.expand(2, -1, -1, -1), is_causal=True)
+        if mode == "auto" and d in (64, 128):
+            # More work slots than SMs: the persistent blocks take items from the op's work counter
+            # and the producer announces each to the consumers (the item words beside Q's slot).
+            hq = 2 * torch.cuda.get_device_properties(0).multi_processor_count + 2
+            qm = torch.randn(1, hq, L, d, device="cuda", dtype=dt, generator=torch.Generator(device="cuda").manual_seed(7))
+            for causal in (False, True):
+                run(qm, k, v, is_causal=causal)
 ffpa_attn.set_fa2_mma("auto")
 
 # Split-KV decode: the smallest and largest compiled pairs and MLA; contiguous and paged (page 16)

@@ -142,6 +142,20 @@ def test_fa2_scores_rising_then_jumping(dtype, D, causal, mma):
     check(out, lse, q, k, v, causal, what=f"D={D} {causal} rising scores")
 
 
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", ["none", "top_left", "bottom_right"])
+def test_fa2_more_items_than_sms(D, causal, mma):
+    """More work slots than SMs: the Hopper kernel's persistent blocks take items from a work counter
+    (list scheduling), every item exactly once; GQA, odd lengths, causal pairs of unequal length."""
+    dtype = _first_dtype()
+    need(dtype, D)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    Hq = 2 * sms // 3 + 1  # with 3 query blocks each: about 2 (non-causal) or 4/3 (causal pairs) slots per SM
+    q, k, v = rand_qkv(2, Hq, 1 if Hq % 2 else 2, 3 * 192 - 37, 700, D, dtype, seed=D + 11)
+    out, lse = run_fa2(q, k, v, causal)
+    check(out, lse, q, k, v, causal, what=f"D={D} {causal} Hq={Hq}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("kind", MASK_KINDS)

@@ -51,6 +51,7 @@ struct Fa2WsLaunch<Element, Traits, true> {
     k.producer_warps = 4;
     k.num_stages = Plan::kStages;
     k.smem_bytes = Plan::kSmemBytes;
+    k.work_counter = true;
     if (query_attributes) {
       const cudaError_t err = query_kernel_attributes(kernel(), &k);
       if (err != cudaSuccess) return err;
@@ -88,7 +89,8 @@ struct Fa2WsLaunch<Element, Traits, true> {
     if (err != cudaSuccess) return err;
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
     if (static_cast<int64_t>(m_blocks) * p.heads_q * p.batch > INT32_MAX) return cudaErrorNotSupported;
-    // Persistent: one block per SM walks the slots (an item, or a causal pair; Fa2FwdWs::Walk).
+    // Persistent: one block per SM walks the slots (an item, or a causal pair; Fa2FwdWs::Walk), taking
+    // them from p.work_counter where the op gave one (KernelInfo::work_counter).
     // Same-run A/B on an H200 against one block per item (docs/hopper_profile.md, session 17):
     // non-causal D = 256 +0..3%, causal +4..14% at D = 128 and 256.
     const int64_t slots = static_cast<int64_t>(Kernel::slots_per_bh(p.is_causal, m_blocks)) * p.heads_q * p.batch;

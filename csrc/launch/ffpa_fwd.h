@@ -49,6 +49,7 @@ struct KernelInfo {
   int threads = 0;
   int num_stages = 0;
   int smem_bytes = 0;       // dynamic shared memory per block
+  bool work_counter = false;  // run() balances its persistent grid on a zeroed params.work_counter
   int registers = -1;       // per thread (cudaFuncGetAttributes); -1 if not queried
   int local_bytes = -1;     // spill/stack bytes per thread; -1 if not queried
 };

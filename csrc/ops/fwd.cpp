@@ -1,5 +1,6 @@
 // The forward op: argument checks, output allocation, stream and device guard, the translation
-// tensors -> FwdParams, the mask block map and the L3 workspace, and cudaError_t -> TORCH_CHECK.
+// tensors -> FwdParams, the mask block map, the L3 workspace and the persistent grids' work counter,
+// and cudaError_t -> TORCH_CHECK.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -96,7 +97,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: mask block-map launch failed: ", cudaGetErrorString(err));
   }
   at::Tensor workspace;     // FFPA L3's O accumulator (one slot per resident block)
-  at::Tensor work_counter;  // FFPA L3's work-item counter
+  at::Tensor work_counter;  // FFPA L3's and the warp-specialised FA-2 kernel's work-item counter
   const int64_t bytes = kernel->workspace != nullptr ? kernel->workspace(p) : 0;
   TORCH_CHECK(bytes >= 0, "ffpa_fwd: no launch configuration for the L3 workspace");
   if (bytes > 0) {
@@ -106,6 +107,15 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     p.o_accum_slots = static_cast<int>(bytes / slot);
     work_counter = at::zeros({1}, opts.dtype(at::kInt));  // stream-ordered zero fill
     p.work_counter = work_counter.data_ptr<int>();
+  } else if (info.work_counter) {
+    // A persistent grid with more slots (items; causal: pairs) than SMs balances on the counter;
+    // below that every block has one slot and the zero fill would only cost a launch.
+    const int64_t m_blocks = (L + info.block_m - 1) / info.block_m;
+    const int64_t slots = (is_causal ? (m_blocks + 1) / 2 : m_blocks) * Hq * B;
+    if (slots > at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {
+      work_counter = at::zeros({1}, opts.dtype(at::kInt));
+      p.work_counter = work_counter.data_ptr<int>();
+    }
   }
   err = kernel->run(p, stream);
   TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: kernel launch failed: ", cudaGetErrorString(err));

@@ -54,9 +54,9 @@ struct FwdParams : AttnParams {
   // per resident block of the persistent grid; see launch::FfpaLauncher::workspace_bytes).
   float* o_accum;
   int o_accum_slots;
-  // FFPA L3 only: a zero-initialised counter the persistent blocks take work items from after
-  // their first (list scheduling, so causal items of unequal length balance); null: a static
-  // grid stride.
+  // FFPA L3 and the warp-specialised FA-2 kernel (KernelInfo::work_counter): a zero-initialised
+  // counter the persistent blocks take work items from after their first (list scheduling, so
+  // items of unequal length, or SMs of unequal speed, balance); null: a static grid stride.
   int* work_counter;
   int num_stages;    // cp.async pipeline depth, 1..4 (0 = let the launcher choose)
 

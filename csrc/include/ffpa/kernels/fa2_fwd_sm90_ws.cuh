@@ -3,14 +3,15 @@
 // fa2_fwd_sm90.cuh's cp.async kernel runs, with the same tile, so one mask block map serves both).
 //
 // One block per SM (persistent) walks work items (64 query rows per consumer warpgroup of one
-// (batch, head)) in slots s = blockIdx.x, blockIdx.x + gridDim.x, ... (Walk): a slot is one item,
-// or with causal masking the longest and the shortest query block left of one (batch, head), so
-// every slot weighs about the same. Items are numbered query block fastest, so the blocks resident
+// (batch, head)) in slots: blockIdx.x, then the next one a work counter hands out (Walk). A slot is
+// one item, or with causal masking the longest and the shortest query block left of one (batch,
+// head), so every slot weighs about the same. Items are numbered query block fastest, so the blocks resident
 // together share K/V of few heads in L2. The block is 3 warpgroups (4 at D <= 64):
 //
-//   warpgroup 0, producer (24 registers): one thread issues TMA loads -- each item's first K/V
-//     tile, its Q, then K_j and V_j of the other key tiles the item sees (causal cut, block-map
-//     skip) -- through a one-slot Q ring and two stage rings (tile/stage_ring.cuh), K's and V's,
+//   warpgroup 0, producer (24 registers): one warp walks the slots and announces each item to the
+//     consumers (write_item: a shared word, one named barrier); one lane issues TMA loads -- each
+//     item's first K/V tile, its Q, then K_j and V_j of the other key tiles the item sees (causal
+//     cut, block-map skip) -- through a one-slot Q ring and two stage rings (tile/stage_ring.cuh), K's and V's,
 //     so S = Q K_j^T may start before V_j has landed. The next item's first tile loads under this
 //     item's last ones; its Q as soon as this item's last S is done (consumers release Q's slot
 //     there, before that tile's softmax, the last P V and the epilogue).
@@ -61,7 +62,8 @@ struct Fa2WsPlan {
   static constexpr int kQBytes = Traits::QTile::kBytes;
   static constexpr int kKBytes = Traits::KTile::kBytes;
   static constexpr int kVBytes = Traits::VTile::kBytes;
-  static constexpr int kBarrierBytes = 2 * 8 + 2 * 2 * 4 * 8;  // Q's ring + two rings of up to 4 stages
+  // Q's ring, two rings of up to 4 stages, the two item words the producer announces in (16 bytes)
+  static constexpr int kBarrierBytes = 2 * 8 + 2 * 2 * 4 * 8 + 16;
   static constexpr int bytes(int stages) { return 1024 + kQBytes + stages * (kKBytes + kVBytes) + kBarrierBytes; }
   static constexpr int kMaxSmem = 227 * 1024;
   static constexpr int kStages = bytes(4) <= kMaxSmem ? 4 : bytes(3) <= kMaxSmem ? 3 : 2;
@@ -110,13 +112,18 @@ struct Fa2FwdWs {
   static constexpr int kProducerRegs = Plan::kProducerRegs;
   static constexpr int kConsumerRegs = Plan::kConsumerRegs;
   static constexpr uint32_t kConsumerWarps = 4 * kConsumers;  // arrivals that release a stage
-  // Named barriers: 1 + c is consumer c's ping-pong turn, 1 + kConsumers + c its own warpgroup's.
+  // Named barriers: 1 + c is consumer c's ping-pong turn, 1 + kConsumers + c its own warpgroup's,
+  // then the item hand-off's (write_item): the producer warp and the consumers.
+  static constexpr uint32_t kItemBarrier = 1 + 2 * kConsumers;
+  static constexpr uint32_t kItemThreads = 32 + 128 * kConsumers;
+  static_assert(kItemBarrier <= 15, "named barriers 1..15");
   static constexpr uint32_t kTurnThreads = 256;  // the warpgroup taking its turn + the one passing it
 
   struct Smem {
     uint32_t q, k, v;
     QRing ring_q;
     Ring ring_k, ring_v;
+    uint32_t item;  // two words: item n's index (Walk::t()) in word n % 2, or -1: none left (write_item)
   };
 
   static __device__ __forceinline__ Smem layout(char* smem_raw) {
@@ -128,6 +135,7 @@ struct Fa2FwdWs {
     s.ring_q = QRing{s.v + Plan::kStages * Plan::kVBytes};
     s.ring_k = Ring{s.ring_q.bars + QRing::kBarrierBytes};
     s.ring_v = Ring{s.ring_k.bars + Ring::kBarrierBytes};
+    s.item = s.ring_v.bars + Ring::kBarrierBytes;
     return s;
   }
 
@@ -150,32 +158,46 @@ struct Fa2FwdWs {
     return w;
   }
 
-  // The order a block takes items in: slots s = blockIdx.x, blockIdx.x + gridDim.x, ..; a slot is
-  // one item, or with causal masking two of one (batch, head), query blocks M - 1 - q and q (the
-  // longest left and the shortest), whose lengths add up to about the same for every slot: a static
-  // walk of single causal items of every length leaves a tail, one block per item pays each block's
-  // start-up (docs/hopper_profile.md, session 17).
+  // The order a block takes items in: slot blockIdx.x first, then the next unclaimed slot of
+  // p.work_counter (list scheduling: a block whose SM runs slower, or whose items were shorter, takes
+  // fewer or more; docs/hopper_profile.md, sessions 20-21), or with no counter blockIdx.x + gridDim.x, ..
+  // A slot is one item, or with causal masking two of one (batch, head), query blocks M - 1 - q and
+  // q (the longest left and the shortest), whose lengths add up to about the same for every slot: a
+  // static walk of single causal items of every length leaves a tail, one block per item pays each
+  // block's start-up (session 17). Only the producer walks; it announces each item to the consumers
+  // with its Q (Smem::item).
   static __host__ __device__ __forceinline__ int slots_per_bh(bool is_causal, int m_blocks) {
     return is_causal ? (m_blocks + 1) / 2 : m_blocks;
   }
+  // Where the producer is in its walk: the slot and which of its pair. The rest derives from the
+  // parameters where used (uniform values; the producer thread has 24 registers).
   struct Walk {
-    int m_blocks, per_bh, slots, s, half;
-    bool pairs;
-    __device__ __forceinline__ Walk(const FwdParams& p, int m_blocks_)
-        : m_blocks(m_blocks_), per_bh(slots_per_bh(p.is_causal, m_blocks_)), slots(per_bh * p.heads_q * p.batch),
-          s(blockIdx.x), half(0), pairs(p.is_causal) {}
-    __device__ __forceinline__ bool valid() const { return s < slots; }
+    int s, half;
+    __device__ __forceinline__ Walk() : s(blockIdx.x), half(0) {}
+    static __device__ __forceinline__ int per_bh(const FwdParams& p, int m_blocks) {
+      return slots_per_bh(p.is_causal, m_blocks);
+    }
+    __device__ __forceinline__ bool valid(const FwdParams& p, int m_blocks) const {
+      return s < per_bh(p, m_blocks) * p.heads_q * p.batch;
+    }
     // The current item in item()'s numbering (query block fastest, last first).
-    __device__ __forceinline__ int t() const {
-      const int bh = s / per_bh, q = s - bh * per_bh;
+    __device__ __forceinline__ int t(const FwdParams& p, int m_blocks) const {
+      const int n = per_bh(p, m_blocks), bh = s / n, q = s - bh * n;
       return bh * m_blocks + (half ? m_blocks - 1 - q : q);
     }
-    __device__ __forceinline__ void advance() {
-      if (pairs && half == 0 && m_blocks - 1 - s % per_bh != s % per_bh) {
+    __device__ __forceinline__ void advance(const FwdParams& p, int m_blocks) {
+      const int q = s % per_bh(p, m_blocks);
+      if (p.is_causal && half == 0 && m_blocks - 1 - q != q) {
         half = 1;
       } else {
         half = 0;
-        s += gridDim.x;
+        if (p.work_counter != nullptr) {
+          int v = 0;
+          if (threadIdx.x == 0) v = atomicAdd(p.work_counter, 1);
+          s = static_cast<int>(gridDim.x) + __shfl_sync(0xffffffffu, v, 0);  // the producer warp's lanes agree
+        } else {
+          s += static_cast<int>(gridDim.x);
+        }
       }
     }
   };
@@ -194,14 +216,20 @@ struct Fa2FwdWs {
 
   static __device__ __forceinline__ void produce(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& s,
                                                  int m_blocks) {
-    ptx::tma_prefetch_map(&maps.q);
-    ptx::tma_prefetch_map(&maps.k);
-    ptx::tma_prefetch_map(&maps.v);
+    const bool leader = threadIdx.x == 0;  // the lane that arrives and issues; the warp walks and waits
+    if (leader) {
+      ptx::tma_prefetch_map(&maps.q);
+      ptx::tma_prefetch_map(&maps.k);
+      ptx::tma_prefetch_map(&maps.v);
+    }
     const int group = p.heads_q / p.heads_kv;
     typename QRing::State sq;
     typename Ring::State st;
-    for (Walk wk(p, m_blocks); wk.valid(); wk.advance(), sq.advance()) {
-      const Item w = item(p, wk.t(), m_blocks);
+    int n = 0;  // items announced
+    for (Walk wk; wk.valid(p, m_blocks); wk.advance(p, m_blocks), sq.advance(), ++n) {
+      const int t = wk.t(p, m_blocks);
+      write_item(s, n, t, leader);
+      const Item w = item(p, t, m_blocks);
       const int head_kv = w.head / group;
       int j = next_tile(w.codes, 0, w.n_end);
       // The item's first K/V stage goes ahead of its Q: it loads while the previous item's last
@@ -209,25 +237,52 @@ struct Fa2FwdWs {
       // One stage only: a ring filled with this item's tiles before Q would wait on consumers
       // that wait on Q.
       if (j < w.n_end) {
-        load_kv(maps, s, st, j, head_kv, w.batch);
+        load_kv(maps, s, st, j, head_kv, w.batch, leader);
         st.advance();
         j = next_tile(w.codes, j + 1, w.n_end);
       }
       s.ring_q.producer_acquire(sq);
-      s.ring_q.producer_expect(sq, Plan::kQBytes);
-      load<QTile>(s.q, &maps.q, s.ring_q.full(0), w.m0, w.head, w.batch);
-      for (; j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end), st.advance()) load_kv(maps, s, st, j, head_kv, w.batch);
+      if (leader) {
+        s.ring_q.producer_expect(sq, Plan::kQBytes);
+        load<QTile>(s.q, &maps.q, s.ring_q.full(0), w.m0, w.head, w.batch);
+      }
+      meet_consumers();  // the consumers start item n
+      for (; j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end), st.advance())
+        load_kv(maps, s, st, j, head_kv, w.batch, leader);
     }
+    write_item(s, n, -1, leader);  // no more items
+    meet_consumers();
+  }
+
+  // The item hand-off: the producer writes item n's index in word n % 2, then meets the consumers at
+  // one named barrier (bar.sync on both sides) once it has issued the item's Q; the consumers read
+  // the word after it. Word n % 2 is written again for item n + 2 only after the meeting of item
+  // n + 1, which the consumers pass only once they have read item n: two words, no second barrier.
+  // The meeting costs the consumers nothing (they wait for Q anyway) and lets the producer on once
+  // the last of them has finished the previous item, about when its last K/V slot frees. (One word
+  // handed off by bar.arrive "written" / "read" is race-free too, but racecheck reports a chain of
+  // such hand-offs as races: scripts/dev/racecheck_arrive_probe.cu.)
+  static __device__ __forceinline__ void write_item(const Smem& s, int n, int t, bool leader) {
+    if (leader) asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(s.item + 4u * (n & 1)), "r"(t) : "memory");
+  }
+  // bar.sync is aligned: the producer warp reconverges first (its leader lane issued alone before).
+  static __device__ __forceinline__ void meet_consumers() {
+    __syncwarp();
+    ptx::named_barrier_sync(kItemBarrier, kItemThreads);
   }
 
   static __device__ __forceinline__ void load_kv(const Fa2TmaMaps& maps, const Smem& s, const typename Ring::State& st,
-                                                 int j, int head_kv, int batch) {
+                                                 int j, int head_kv, int batch, bool leader) {
     s.ring_k.producer_acquire(st);
-    s.ring_k.producer_expect(st, Plan::kKBytes);
-    load<KTile>(s.k + st.stage * Plan::kKBytes, &maps.k, s.ring_k.full(st.stage), j * kBlockN, head_kv, batch);
+    if (leader) {
+      s.ring_k.producer_expect(st, Plan::kKBytes);
+      load<KTile>(s.k + st.stage * Plan::kKBytes, &maps.k, s.ring_k.full(st.stage), j * kBlockN, head_kv, batch);
+    }
     s.ring_v.producer_acquire(st);
-    s.ring_v.producer_expect(st, Plan::kVBytes);
-    load<VTile>(s.v + st.stage * Plan::kVBytes, &maps.v, s.ring_v.full(st.stage), j * kBlockN, head_kv, batch);
+    if (leader) {
+      s.ring_v.producer_expect(st, Plan::kVBytes);
+      load<VTile>(s.v + st.stage * Plan::kVBytes, &maps.v, s.ring_v.full(st.stage), j * kBlockN, head_kv, batch);
+    }
   }
 
   // ---- consumers ---------------------------------------------------------------------------
@@ -352,6 +407,7 @@ struct Fa2FwdWs {
   struct Reader {
     typename QRing::State sq;
     typename Ring::State sk, sv;
+    int n = 0;  // items read (the producer's word n % 2 holds the next)
   };
 
   static __device__ __forceinline__ void release_q(const Smem& sm, Reader& rd, int lane) {
@@ -360,8 +416,15 @@ struct Fa2FwdWs {
     rd.sq.advance();
   }
 
-  // One item on consumer warpgroup c.
-  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c, Reader& rd) {
+  // The next item the producer announced, on consumer warpgroup c; false: there is none.
+  static __device__ __forceinline__ bool consume(const FwdParams& p, const Smem& sm, int m_blocks, int c, Reader& rd) {
+    ptx::named_barrier_sync(kItemBarrier, kItemThreads);
+    int t;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(t) : "r"(sm.item + 4u * (rd.n & 1)) : "memory");
+    ++rd.n;
+    if (t < 0) return false;
+    sm.ring_q.consumer_wait(rd.sq);
+    const Item w = item(p, t, m_blocks);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;  // first query row of this warp's accumulators
     // This warpgroup's 64 rows of Q (128 bytes each in a chunk), through an opaque move: hoisted out
@@ -375,7 +438,6 @@ struct Fa2FwdWs {
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
 
-    sm.ring_q.consumer_wait(rd.sq);
     if (p.scale_log2 < 0.f) {  // a negative scale is a positive one on -Q (row max of raw scores)
       for (int i = tid; i < QTile::kChunks * 64 * 32; i += 128) {
         const uint32_t addr = q_wg + (i / (64 * 32)) * QTile::kChunkBytes + (i % (64 * 32)) * 4;
@@ -433,6 +495,7 @@ struct Fa2FwdWs {
       rd.sv.advance();
     }
     store(p, w, row0, g, t4, o, row_max, row_sum);
+    return true;
   }
 
   // Epilogue of one warp: O / l in b16 straight from the accumulators (the four lanes of a quad
@@ -470,14 +533,15 @@ struct Fa2FwdWs {
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
       ptx::setmaxnreg_dec<kProducerRegs>();
-      if (threadIdx.x == 0) produce(p, maps, sm, m_blocks);
+      if (threadIdx.x < 32) produce(p, maps, sm, m_blocks);
       return;
     }
     ptx::setmaxnreg_inc<kConsumerRegs>();
     const int c = wg - 1;
     if (kPingPong && c == kConsumers - 1) ptx::named_barrier_arrive(1, kTurnThreads);  // consumer 0 goes first
     Reader rd;
-    for (Walk wk(p, m_blocks); wk.valid(); wk.advance()) consume(p, sm, item(p, wk.t(), m_blocks), c, rd);
+    while (consume(p, sm, m_blocks, c, rd)) {
+    }
     if (kPingPong && c == 0) ptx::named_barrier_sync(1, kTurnThreads);  // the turn the last consumer passed
   }
 };
