@@ -46,10 +46,8 @@ __device__ __forceinline__ float mask_log2(const MaskRef& m, int row, int col) {
 }
 
 // The additive base-2 mask values of one accumulator quad: (row, col), (row, col + 1),
-// (row + 8, col), (row + 8, col + 1); 0 outside [0, len_q) x [0, len_kv). Not inlined on purpose:
-// it runs only in mixed-mask tiles, and inlined its address arithmetic raised the register
-// pressure of the whole hot loop (spills in FFPA L1 at D = 384..1024).
-static __device__ __noinline__ float4 mask_quad_log2(const FwdParams& p, int batch, int head, int row, int col) {
+// (row + 8, col), (row + 8, col + 1); 0 outside [0, len_q) x [0, len_kv).
+__device__ __forceinline__ float4 mask_quad_log2_inline(const FwdParams& p, int batch, int head, int row, int col) {
   const MaskRef m = mask_ref(p, batch, head);
   float v[4];
 #pragma unroll
@@ -58,6 +56,14 @@ static __device__ __noinline__ float4 mask_quad_log2(const FwdParams& p, int bat
     v[e] = (r < p.len_q && c < p.len_kv) ? mask_log2(m, r, c) : 0.f;
   }
   return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// The same, not inlined: it runs only in mixed-mask tiles, and inlined its address arithmetic raised
+// the register pressure of the whole hot loop (spills in FFPA L1 at D = 384..1024). The FP8 kernel
+// inlines it instead: there the call's saved registers spilled (56 / 64 bytes at D = 256) and the
+// inlined form fits without.
+static __device__ __noinline__ float4 mask_quad_log2(const FwdParams& p, int batch, int head, int row, int col) {
+  return mask_quad_log2_inline(p, batch, head, row, col);
 }
 
 }  // namespace ffpa::attn

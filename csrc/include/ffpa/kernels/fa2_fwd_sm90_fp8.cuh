@@ -172,7 +172,7 @@ struct Fa2FwdFp8 {
       if (partial)
 #pragma unroll
         for (int n = 0; n < kNS; ++n) {
-          const float4 mq = mask_quad_log2(p, w.batch, w.head, row0 + g, n0 + 8 * n + 2 * t4);
+          const float4 mq = mask_quad_log2_inline(p, w.batch, w.head, row0 + g, n0 + 8 * n + 2 * t4);
           s[n][0] += mq.x, s[n][1] += mq.y, s[n][2] += mq.z, s[n][3] += mq.w;
         }
     }
