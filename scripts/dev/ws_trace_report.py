@@ -1,7 +1,7 @@
 """Per-phase cycle medians of a warp-specialised FA-2 trace (scripts/dev/ws_trace.sh). Stamps per
 consumer item: 1 item start, 2 Q landed, then per key tile 10 K/V landed, 3 ping-pong turn taken,
 4 S done, 5 softmax done, 6 P V done (the first tile: 10, 3, 4 only), then 7 last V landed, 8 last
-P V done, 9 O stored. Phases are differences of consecutive stamps; "period" is turn to turn.
+P V done, 9 O stored; "between items" is 9 to the next item's 1 (the item hand-off). Phases are differences of consecutive stamps; "period" is turn to turn.
 Items cut short by the trace buffer are left out. "E" lines (every block's start and end, globaltimer
 ns) give the kernel's span and the share of block time idle at the tail. Usage: ws_trace_report.py trace.log"""
 import collections
@@ -47,6 +47,8 @@ for (b, who), stamps in sorted(ev.items()):
     for k, it in enumerate(items):
         if k + 1 < len(items):
             agg["item total"].append(d(it[0][1], items[k + 1][0][1]))
+            # O stored -> the next item read (the meeting with the producer and the other consumers)
+            agg["between items"].append(d(it[find(it, 9, 0)][1], items[k + 1][0][1]))
         j2 = find(it, 2, 0)
         j10 = find(it, 10, j2)
         j3 = find(it, 3, j10)
