@@ -41,6 +41,7 @@
 #include "ffpa/ptx/warpgroup.cuh"
 #include "ffpa/ptx/wgmma.cuh"
 #include "ffpa/tile/numeric.cuh"
+#include "ffpa/tile/quad.cuh"
 #include "ffpa/tile/stage_ring.cuh"
 #include "ffpa/traits/fp8_traits.h"
 
@@ -283,7 +284,7 @@ struct Fa2FwdFp8 {
     store(p, w, row0, g, t4, out_scale, o, row_max, row_sum);
   }
 
-  // O * out_scale / l in the output dtype straight from the accumulators, and the LSE.
+  // O * out_scale / l in the output dtype straight from the accumulators (tile/quad.cuh), and the LSE.
   static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, int row0, int g, int t4, float out_scale,
                                                const float (&o)[kNO][4], const float (&row_max)[2],
                                                const float (&row_sum)[2]) {
@@ -295,14 +296,10 @@ struct Fa2FwdFp8 {
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inv = inv_row_sum(l) * out_scale;
       const int row = row0 + g + 8 * r;
-      if (row < p.len_q) {
-        uint32_t* dst = reinterpret_cast<uint32_t*>(o_base + static_cast<int64_t>(row) * p.o_row_stride + 2 * t4);
-#pragma unroll
-        for (int n = 0; n < kNO; ++n) dst[4 * n] = Numeric<Out>::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-        if (p.lse != nullptr && t4 == 0)
-          p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] =
-              row_lse(row_max[r] - kFp8POffset, l);
-      }
+      store_acc_row(o_base + static_cast<int64_t>(row) * p.o_row_stride, o, r, inv, t4, row < p.len_q);
+      if (row < p.len_q && p.lse != nullptr && t4 == 0)
+        p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] =
+            row_lse(row_max[r] - kFp8POffset, l);
     }
   }
 

@@ -512,31 +512,9 @@ struct Fa2FwdWs {
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inv = inv_row_sum(l);
       const int row = row0 + g + 8 * r;
-      Element* dst_row = o_base + static_cast<int64_t>(row) * p.o_row_stride;
-      if constexpr (kNO % 4 == 0) {
-        // Four n8 tiles at a time, transposed across the quad: one 16-byte store a lane (a quad
-        // writes 64 contiguous bytes of the row; the op's output rows are 16-byte aligned). Against
-        // a 4-byte store per tile (half-sector writes): +4-10% at D = 128, +1-12% at 256 on an H200
-        // (docs/hopper_profile.md, session 21).
-#pragma unroll
-        for (int k = 0; k < kNO / 4; ++k) {
-          uint32_t a[4];
-#pragma unroll
-          for (int n = 0; n < 4; ++n) a[n] = Num::pack2(o[4 * k + n][2 * r] * inv, o[4 * k + n][2 * r + 1] * inv);
-          quad_transpose(a, t4);
-          if (row < p.len_q)
-            *reinterpret_cast<uint4*>(dst_row + 8 * (4 * k + t4)) = make_uint4(a[0], a[1], a[2], a[3]);
-        }
-      }
-      if (row < p.len_q) {
-        if constexpr (kNO % 4 != 0) {
-          uint32_t* dst = reinterpret_cast<uint32_t*>(dst_row + 2 * t4);
-#pragma unroll
-          for (int n = 0; n < kNO; ++n) dst[4 * n] = Num::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-        }
-        if (p.lse != nullptr && t4 == 0)
-          p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = row_lse(row_max[r], l);
-      }
+      store_acc_row(o_base + static_cast<int64_t>(row) * p.o_row_stride, o, r, inv, t4, row < p.len_q);
+      if (row < p.len_q && p.lse != nullptr && t4 == 0)
+        p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = row_lse(row_max[r], l);
     }
   }
 

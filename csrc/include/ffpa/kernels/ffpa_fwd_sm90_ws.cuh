@@ -29,6 +29,7 @@
 #include "ffpa/params.h"
 #include "ffpa/ptx/tma.cuh"
 #include "ffpa/tile/numeric.cuh"
+#include "ffpa/tile/quad.cuh"
 #include "ffpa/traits/ffpa_traits.h"
 
 namespace ffpa::attn {
@@ -176,9 +177,8 @@ struct FfpaPrefill {
   template <int kCols>
   static __device__ __forceinline__ void prepare_v(const FwdParams&, const Item&, int, int, uint32_t, int) {}
 
-  // The finished rows: O / l for consumer c's columns straight from the accumulators (a quad writes
-  // one 16-byte run of a row; the padding columns of a last group past Dv are not stored); consumer 0
-  // of group 0 writes the LSE.
+  // The finished rows: O / l for consumer c's columns straight from the accumulators (tile/quad.cuh;
+  // the padding columns of a last group past Dv are not stored); consumer 0 of group 0 writes the LSE.
   template <int kCols>
   static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, int c, int col0, int row0, int g,
                                                int t4, const float (&o)[kCols / 8][4], const float (&row_max)[2],
@@ -189,13 +189,10 @@ struct FfpaPrefill {
     for (int r = 0; r < 2; ++r) {
       const float inv = inv_row_sum(l[r]);
       const int row = row0 + g + 8 * r;
+      const int col = w.group * Traits::kGroupCols + col0;
+      store_acc_row(o_base + static_cast<int64_t>(row) * p.o_row_stride + col, o, r, inv, t4, row < p.len_q,
+                    Traits::kPadded ? Traits::kHeadDimV - col : INT_MAX);
       if (row < p.len_q) {
-        const int col = w.group * Traits::kGroupCols + col0 + 2 * t4;
-        uint32_t* dst = reinterpret_cast<uint32_t*>(o_base + static_cast<int64_t>(row) * p.o_row_stride + col);
-#pragma unroll
-        for (int n = 0; n < kNO; ++n)
-          if (!Traits::kPadded || col + 8 * n < Traits::kHeadDimV)
-            dst[4 * n] = Num::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
         if (p.lse != nullptr && c == 0 && w.group == 0 && t4 == 0)
           p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = row_lse(row_max[r], l[r]);
       }
