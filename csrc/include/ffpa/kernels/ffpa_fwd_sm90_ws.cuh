@@ -190,8 +190,10 @@ struct FfpaPrefill {
       const float inv = inv_row_sum(l[r]);
       const int row = row0 + g + 8 * r;
       const int col = w.group * Traits::kGroupCols + col0;
-      store_acc_row(o_base + static_cast<int64_t>(row) * p.o_row_stride + col, o, r, inv, t4, row < p.len_q,
-                    Traits::kPadded ? Traits::kHeadDimV - col : INT_MAX);
+      // 4-byte stores: the 16-byte form's transpose spilled at Dv = 640 (kCols = 320) and FFPA's
+      // epilogue is a small share of an item; not measured there.
+      store_acc_row<Element, kNO, false>(o_base + static_cast<int64_t>(row) * p.o_row_stride + col, o, r, inv, t4,
+                                         row < p.len_q, Traits::kPadded ? Traits::kHeadDimV - col : INT_MAX);
       if (row < p.len_q) {
         if (p.lse != nullptr && c == 0 && w.group == 0 && t4 == 0)
           p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = row_lse(row_max[r], l[r]);

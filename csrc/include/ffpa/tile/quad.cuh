@@ -40,12 +40,13 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&a)[4], int lane_in_qua
 // or all out); nothing is stored where !row_valid, but every lane of the warp must call it. With kNO a
 // multiple of 4 each lane stores 16 bytes (one tile, after quad_transpose): a quad writes 64
 // contiguous bytes where one 4-byte store per tile left half sectors (session 21: +4-12% for the
-// FA-2 Hopper kernel at D = 128..256, its store ~2000 cycles of a 16-tile item before).
-template <typename Element, int kNO>
+// FA-2 Hopper kernel at D = 128..256, its store ~2000 cycles of a 16-tile item before). !kVector:
+// the 4-byte stores (FFPA's wide consumers: the transpose's registers spilled at Dv = 640).
+template <typename Element, int kNO, bool kVector = true>
 __device__ __forceinline__ void store_acc_row(Element* dst_row, const float (&o)[kNO][4], int r, float inv, int t4,
                                               bool row_valid, int col_limit = INT_MAX) {
   using Num = Numeric<Element>;
-  if constexpr (kNO % 4 == 0) {
+  if constexpr (kVector && kNO % 4 == 0) {
 #pragma unroll
     for (int k = 0; k < kNO / 4; ++k) {
       uint32_t a[4];
