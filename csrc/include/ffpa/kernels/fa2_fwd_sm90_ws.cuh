@@ -266,10 +266,12 @@ struct Fa2FwdWs {
   static __device__ __forceinline__ void write_item(const Smem& s, int n, int t, bool leader) {
     if (leader) asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(s.item + 4u * (n & 1)), "r"(t) : "memory");
   }
-  // bar.sync is aligned: the producer warp reconverges first (its leader lane issued alone before).
+  // The producer and the consumers reach this barrier from different instructions: barrier.sync,
+  // not the aligned bar.sync (synccheck flagged that at D = 32). The warp reconverges first (its
+  // leader lane issued alone before).
   static __device__ __forceinline__ void meet_consumers() {
     __syncwarp();
-    ptx::named_barrier_sync(kItemBarrier, kItemThreads);
+    ptx::named_barrier_sync_unaligned(kItemBarrier, kItemThreads);
   }
 
   static __device__ __forceinline__ void load_kv(const Fa2TmaMaps& maps, const Smem& s, const typename Ring::State& st,
@@ -419,7 +421,7 @@ struct Fa2FwdWs {
 
   // The next item the producer announced, on consumer warpgroup c; false: there is none.
   static __device__ __forceinline__ bool consume(const FwdParams& p, const Smem& sm, int m_blocks, int c, Reader& rd) {
-    ptx::named_barrier_sync(kItemBarrier, kItemThreads);
+    ptx::named_barrier_sync_unaligned(kItemBarrier, kItemThreads);  // meet_consumers()
     int t;
     asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(t) : "r"(sm.item + 4u * (rd.n & 1)) : "memory");
     ++rd.n;
