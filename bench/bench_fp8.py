@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""FP8 benchmark: ffpa_attn.forward on float8_e4m3fn inputs (the FP8 kernel on Hopper) beside our bf16
-kernel (the FA-2 family: ``fa2``) and SDPA cuDNN on the bf16 originals of the same run, with the FP8
-GEMM ceiling (torch._scaled_mm, 8192^3) of that run.
+"""FP8 benchmark: ffpa_attn.forward on float8_e4m3fn inputs (the FP8 kernels on Hopper) beside our bf16
+kernels (``fa2`` up to D = 256, ``ffpa_auto`` above) and SDPA's best there (cuDNN up to 256, the
+memory-efficient kernel above) on the bf16 originals of the same run, with the FP8 GEMM ceiling
+(torch._scaled_mm, 8192^3) of that run.
 
     python bench/bench_fp8.py --gen-bench          # or: bench/bench.py --preset fp8 --gen-bench
     python bench/bench_fp8.py --shapes 4x8x8448 --D 256
@@ -12,7 +13,8 @@ them (4 B H N^2 D, half with causal). Each FP8 row also reports its relative RMS
 SDPA on the dequantized inputs, and the accuracy probe the outlier case: a few key channels scaled
 20x, quantized per tensor against per (batch, head). Timing: bench.py's interleaved CUDA events, the
 L2 evicted before each call, medians. Rows go to ``<out>/fp8.json`` (bench.py's schema: kernel
-"fp8" with dtype "float8_e4m3fn", "fa2" and "sdpa_cudnn" with dtype "bf16", "fp8_gemm_ceiling"); the
+"fp8" with dtype "float8_e4m3fn", "fa2" / "ffpa_auto" and "sdpa_cudnn" / "sdpa_efficient" with dtype
+"bf16", "fp8_gemm_ceiling"); the
 table to ``<out>/fp8.md``.
 """
 from __future__ import annotations
@@ -28,7 +30,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # Colfax's FP8 FA-2 shape (B=4 H=8 N=8448) and the bench's default one.
 SHAPES = [(4, 8, 8448), (1, 32, 8192)]
-DIMS = [128, 256]
+DIMS = [128, 256, 512]
+# The bf16 rows beside FP8: ours (FA-2 up to D = 256, FFPA above: "ffpa_auto") and SDPA's best there (cuDNN up
+# to 256, the memory-efficient kernel above, where cuDNN and flash do not run).
+OURS, PEERS = ("fa2", "ffpa_auto"), ("sdpa_cudnn", "sdpa_efficient")
 
 
 def parse_shape(spec: str):
@@ -117,14 +122,15 @@ def run(args) -> int:
                     names.append("fp8")
                     dtypes.append("float8_e4m3fn")
                 fns.append(lambda: ffpa_attn.forward(q, k, v, is_causal=causal, strict=True))
-                names.append("fa2")
+                names.append(OURS[D > 256])
                 dtypes.append("bf16")
+                backend = SDPBackend.CUDNN_ATTENTION if D <= 256 else SDPBackend.EFFICIENT_ATTENTION
 
-                def cudnn():
-                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                def sdpa(backend=backend):
+                    with sdpa_kernel(backend):
                         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                fns.append(cudnn)
-                names.append("sdpa_cudnn")
+                fns.append(sdpa)
+                names.append(PEERS[D > 256])
                 dtypes.append("bf16")
                 rmse = {}
                 if "fp8" in names:
@@ -166,14 +172,15 @@ def make_table(data) -> str:
     gemm = next((r["tflops"] for r in rows if r["kernel"] == "fp8_gemm_ceiling"), math.nan)
     out = [f"FP8 (e4m3) on {data['device']} ({data['date']}, torch {data['torch']}): FP8 GEMM ceiling {gemm:.0f} "
            "TFLOPS. TFLOPS as bench.py counts them (causal: half).", "",
-           "| B | H | N | D | causal | fp8 | x GEMM ceiling | rel RMSE | fa2 (bf16) | sdpa_cudnn (bf16) | fp8 / fa2 "
-           "| fp8 / cuDNN |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| B | H | N | D | causal | fp8 | x GEMM ceiling | rel RMSE | ours bf16 (fa2 / ffpa_auto) | SDPA bf16 (cuDNN / "
+           "EA) | fp8 / ours bf16 | fp8 / SDPA |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     cells = {}
     for r in rows:
-        if r["kernel"] in ("fp8", "fa2", "sdpa_cudnn"):
-            cells.setdefault((r["B"], r["Hq"], r["L"], r["D"], r["causal"]), {})[r["kernel"]] = r
+        if r["kernel"] in ("fp8",) + OURS + PEERS:
+            kind = "ours" if r["kernel"] in OURS else "peer" if r["kernel"] in PEERS else "fp8"
+            cells.setdefault((r["B"], r["Hq"], r["L"], r["D"], r["causal"]), {})[kind] = r
     for (B, H, N, D, causal), c in cells.items():
-        f8, bf, cd = c.get("fp8"), c.get("fa2"), c.get("sdpa_cudnn")
+        f8, bf, cd = c.get("fp8"), c.get("ours"), c.get("peer")
         tf = lambda r: f"{r['tflops']:.0f}" if r else "-"  # noqa: E731
         ratio = lambda a, b: f"{a['tflops'] / b['tflops']:.2f}x" if a and b else "-"  # noqa: E731
         out.append(f"| {B} | {H} | {N} | {D} | {'yes' if causal else 'no'} | {tf(f8)} | "

@@ -1,7 +1,8 @@
 // Definition of the FP8 (e4m3) forward launcher: V^T by the pre-pass (kernels/fp8_v_transpose.cuh)
 // into p.vt (sized by the op), the TMA maps of Q, K and V^T, the shared-memory opt-in and
 // one block per 128 query rows of each (batch, head) (kernels/fa2_fwd_sm90_fp8.cuh), the output
-// dtype picked by p.out_fp16. sm_90a builds only; included only by the generated instantiation files.
+// dtype picked by p.out_fp16; past D = 256 the FFPA-style kernel (launch/ffpa_fp8_launch.cuh).
+// sm_90a builds only; included only by the generated instantiation files.
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -13,15 +14,17 @@
 #include "ffpa/kernels/fa2_fwd_sm90_fp8.cuh"
 #include "ffpa/kernels/fp8_v_transpose.cuh"
 #include "ffpa/traits/fp8_traits.h"
+#include "launch/ffpa_fp8_launch.cuh"
 #include "launch/fwd_launcher.h"
 #include "launch/heuristics.h"
 #include "launch/tma_desc.h"
 
 namespace ffpa::launch {
 
-template <typename Element, int kHeadDim, int kHeadDimV>
-struct Fp8Launcher<Element, kHeadDim, kHeadDimV>::Impl {
-  static_assert(std::is_same_v<Element, __nv_fp8_e4m3> && kHeadDim == kHeadDimV, "e4m3, E = Ev");
+// The FA-2-style kernel (D = 128, 256).
+template <int kHeadDim>
+struct Fa2Fp8Launch {
+  static constexpr int kHeadDimV = kHeadDim;
   using Traits = Fa2Fp8Traits<kHeadDim>;
   template <typename Out>
   struct Variant {
@@ -74,7 +77,8 @@ struct Fp8Launcher<Element, kHeadDim, kHeadDimV>::Impl {
       return cudaErrorInvalidValue;  // a mask comes with its block map at this kernel's tile
     if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
     const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
-    const int64_t key_blocks = (p.vt_len + kernels::kFp8TransposeKeys - 1) / kernels::kFp8TransposeKeys;
+    constexpr int kTKeys = kernels::fp8_transpose_keys(kHeadDimV);
+    const int64_t key_blocks = (p.vt_len + kTKeys - 1) / kTKeys;
     if (items > INT32_MAX || key_blocks > INT32_MAX || p.heads_kv > kMaxGridYZ || p.batch > kMaxGridYZ)
       return cudaErrorNotSupported;
     alignas(64) attn::Fp8TmaMaps maps;
@@ -110,6 +114,13 @@ struct Fp8Launcher<Element, kHeadDim, kHeadDimV>::Impl {
     *out = k;
     return cudaSuccess;
   }
+};
+
+// Head dims up to 256 run the FA-2-style kernel, wider ones FFPA's (launch/ffpa_fp8_launch.cuh).
+template <typename Element, int kHeadDim, int kHeadDimV>
+struct Fp8Launcher<Element, kHeadDim, kHeadDimV>::Impl
+    : std::conditional_t<(kHeadDim > 256), FfpaFp8Launch<kHeadDim>, Fa2Fp8Launch<kHeadDim>> {
+  static_assert(std::is_same_v<Element, __nv_fp8_e4m3> && kHeadDim == kHeadDimV, "e4m3, E = Ev");
 };
 
 template <typename Element, int kHeadDim, int kHeadDimV>

@@ -17,7 +17,7 @@
 namespace ffpa::launch {
 
 enum class TmaElem : int { kFloat16 = 0, kBFloat16 = 1, kUInt8 = 2 };  // kUInt8: FP8 bytes
-enum class TmaSwizzle : int { kNone = 0, k64B = 1, k128B = 2 };
+enum class TmaSwizzle : int { kNone = 0, k64B = 1, k128B = 2, k32B = 3 };
 
 struct TmaTensor {
   const void* base = nullptr;
@@ -51,6 +51,7 @@ inline bool tma_ok(const TmaTensor& t, TmaSwizzle swizzle) {
   if (row_bytes % 16 != 0) return false;
   if (swizzle == TmaSwizzle::k128B && row_bytes > 128) return false;
   if (swizzle == TmaSwizzle::k64B && row_bytes > 64) return false;
+  if (swizzle == TmaSwizzle::k32B && row_bytes > 32) return false;
   for (int i = 0; i < t.rank; ++i) {
     if (t.dims[i] < 1 || t.dims[i] > (uint64_t{1} << 32) || t.box[i] < 1 || t.box[i] > 256) return false;
     if (i > 0 && (t.strides[i] % 16 != 0 || t.strides[i] >= (uint64_t{1} << 40))) return false;
@@ -77,6 +78,7 @@ inline cudaError_t encode_tma(CUtensorMap* out, const TmaTensor& t, TmaSwizzle s
                                                                   : CU_TENSOR_MAP_DATA_TYPE_UINT8;
   const CUtensorMapSwizzle sw = swizzle == TmaSwizzle::k128B  ? CU_TENSOR_MAP_SWIZZLE_128B
                                 : swizzle == TmaSwizzle::k64B ? CU_TENSOR_MAP_SWIZZLE_64B
+                                : swizzle == TmaSwizzle::k32B ? CU_TENSOR_MAP_SWIZZLE_32B
                                                               : CU_TENSOR_MAP_SWIZZLE_NONE;
   const CUresult r = encode(out, type, static_cast<cuuint32_t>(t.rank), const_cast<void*>(t.base), dims, strides, box,
                             elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -85,12 +87,14 @@ inline cudaError_t encode_tma(CUtensorMap* out, const TmaTensor& t, TmaSwizzle s
 }
 
 // The map of a strided tensor of rank 1..5 (sizes innermost first; strides in elements, dim 0
-// contiguous), loaded in boxes of `box` elements per dim with the 128-byte swizzle wgmma reads.
+// contiguous), loaded in boxes of `box` elements per dim with the swizzle wgmma reads (128 bytes unless
+// told).
 // Strides of size-1 dims are irrelevant to the loads and are set to a value TMA takes. A broadcast
 // dim (stride 0, size > 1) is not a TMA tensor: cudaErrorNotSupported, as for anything else TMA
 // cannot take, so the caller runs its cp.async kernel.
 inline cudaError_t encode_strided_tma(CUtensorMap* map, TmaElem elem, const void* base, int rank,
-                                      const uint64_t* dims, const int64_t* strides, const uint32_t* box) {
+                                      const uint64_t* dims, const int64_t* strides, const uint32_t* box,
+                                      TmaSwizzle swizzle = TmaSwizzle::k128B) {
   TmaTensor t;
   t.base = base;
   t.elem = elem;
@@ -104,7 +108,7 @@ inline cudaError_t encode_strided_tma(CUtensorMap* map, TmaElem elem, const void
     if (dims[i] > 1 && strides[i] <= 0) return cudaErrorNotSupported;
     t.strides[i] = dims[i] == 1 ? packed : static_cast<uint64_t>(strides[i]) * eb;
   }
-  return encode_tma(map, t, TmaSwizzle::k128B) == cudaSuccess ? cudaSuccess : cudaErrorNotSupported;
+  return encode_tma(map, t, swizzle) == cudaSuccess ? cudaSuccess : cudaErrorNotSupported;
 }
 
 // The rank-4 map (head dim, position, head, batch) of one attention tensor (q, k, v: strides in

@@ -1,6 +1,7 @@
 // The FP8 forward op: argument checks, the output and the V^T workspace, descale pointers and
 // strides, the translation tensors -> FwdParams, the mask block map, and cudaError_t -> TORCH_CHECK. The kernel
-// (kernels/fa2_fwd_sm90_fp8.cuh) is the registry's fp8 family, found by the chooser like any other.
+// (kernels/fa2_fwd_sm90_fp8.cuh; ffpa_fwd_sm90_fp8.cuh at D = 512) is the registry's fp8 family, found by the
+// chooser like any other.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -93,7 +94,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fp8_fwd_cuda(const at::Tensor& q, const 
   rq.device_cc = prop->major * 10 + prop->minor;
   const launch::RegistryEntry* kernel = launch::route(rq);
   TORCH_CHECK(kernel != nullptr, kOp, ": no FP8 kernel for head dim ", num(D), " on this device in this build (see "
-              "ffpa_attn.build_info(); the FP8 kernel is sm_90a code for head dims 128 and 256)");
+              "ffpa_attn.build_info(); the FP8 kernels are sm_90a code for head dims 128, 256 and 512)");
 
   const auto opts = q.options().dtype(out_fp16 ? at::kHalf : at::kBFloat16);
   at::Tensor out = at::empty({B, Hq, L, Dv}, opts);

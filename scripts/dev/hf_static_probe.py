@@ -1,7 +1,8 @@
 """Development probe: the Hugging Face Llama-style model of the bench with the static cache (transformers
 compiles the step; a key-padding mask every step), plain SDPA vs sdpa_patched(): time per token (interleaved
 rounds, as the bench), whether the step replays a CUDA graph, and the GPU time per generated token by kernel
-(the profiler over a 17-token generate, its prefill subtracted by a 1-token one)."""
+(the profiler over a 17-token generate, its prefill subtracted by a 1-token one); CPU=1: the host's self
+time per generated token by op as well."""
 import collections
 import os
 import statistics
@@ -39,7 +40,8 @@ def per_token():
     return ((t1 - t0) - (t2 - t1)) / 32 * 1e3
 
 
-def kernels(n):
+def kernels(n, cpu=False):
+    """GPU time by kernel (cpu=False) or host self time by op (cpu=True) over a generate() of n tokens."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                             torch.profiler.ProfilerActivity.CUDA]) as prof:
         gen(n)
@@ -50,7 +52,10 @@ def kernels(n):
     for e in prof.key_averages():
         if "cudaGraphLaunch" in e.key:
             graphs += e.count
-        if e.device_type == torch.autograd.DeviceType.CUDA:
+        if cpu and e.device_type == torch.autograd.DeviceType.CPU:
+            per[e.key[:90]] += e.self_cpu_time_total
+            cnt[e.key[:90]] += e.count
+        elif not cpu and e.device_type == torch.autograd.DeviceType.CUDA:
             t = getattr(e, "device_time_total", None) or e.cuda_time_total
             per[e.key[:90]] += t
             cnt[e.key[:90]] += e.count
@@ -68,12 +73,14 @@ with torch.inference_mode():
                 times[name].append(per_token())
     print({k: [round(x, 3) for x in v] for k, v in times.items()})
     print("ms per token (median):", {k: round(statistics.median(v), 3) for k, v in times.items()})
-    for name, ctx in CTX.items():
+    views = (False, True) if os.environ.get("CPU", "0") == "1" else (False,)  # CPU=1: host time by op too
+    for (name, ctx), cpu in [(kv, c) for c in views for kv in CTX.items()]:
         with (ctx() if ctx else torch.autograd.profiler.record_function("x")):
             gen(4)
-            p17, c17, g17 = kernels(17)
-            p1, c1, _ = kernels(1)
-        print(f"== {name}: cudaGraphLaunch x{g17}; GPU us per generated token by kernel (top 25)")
+            p17, c17, g17 = kernels(17, cpu)
+            p1, c1, _ = kernels(1, cpu)
+        what = "host self us" if cpu else "GPU us"
+        print(f"== {name}: cudaGraphLaunch x{g17}; {what} per generated token by {'op' if cpu else 'kernel'} (top 25)")
         tot = 0.0
         rows = []
         for k in p17:
@@ -84,3 +91,4 @@ with torch.inference_mode():
         for d, n, k in sorted(rows, reverse=True)[:25]:
             print(f"  {d:9.1f} us  x{n:5.1f}  {k}")
         print(f"  total {tot:.1f} us per token")
+print("dynamo counters:", {k: dict(v) for k, v in torch._dynamo.utils.counters.items() if v})

@@ -120,6 +120,9 @@ struct DecodeWsProblem {
     return w;
   }
 
+  // The softmax scale of the block's scores (base 2): the call's.
+  static __device__ __forceinline__ float scale_log2(const DecodeParams& p, const Item&) { return p.scale_log2; }
+
   static __device__ __forceinline__ int first_tile(const DecodeParams&, const Item& w) { return w.first; }
   static __device__ __forceinline__ int next_tile(const DecodeParams&, const Item&, int j) { return j + 1; }
 

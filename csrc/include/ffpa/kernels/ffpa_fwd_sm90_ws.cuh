@@ -56,6 +56,7 @@ struct FfpaPrefill {
   struct Item {
     int m_block, group, head, head_kv, batch, m0, n_end;
     const uint8_t* codes;  // the item's first row of the mask block map, or null
+    float scale_log2;      // the softmax scale of its scores (base 2; the FP8 Problem folds descales in)
   };
 
   static __device__ __forceinline__ Item item(const FwdParams& p, int t) {
@@ -78,8 +79,11 @@ struct FfpaPrefill {
     w.m0 = w.m_block * kBlockM;
     w.n_end = block_kv_tiles<kBlockN>(p, w.m0, min(kBlockM, p.len_q - w.m0));
     w.codes = p.block_map == nullptr ? nullptr : block_map_row(p, w.batch, w.head, w.m_block * (kBlockM / p.block_map_m));
+    w.scale_log2 = p.scale_log2;
     return w;
   }
+
+  static __device__ __forceinline__ float scale_log2(const FwdParams&, const Item& w) { return w.scale_log2; }
 
   // The block map is built at the fallback kernel's tile (launch/ffpa_fwd_ws_launch.cuh): its blocks
   // of block_map_m x block_map_n (dividing 64 x 128) that make up key tile j of the item's rows
@@ -120,10 +124,10 @@ struct FfpaPrefill {
 
   static __device__ __forceinline__ void load_qk(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
                                                  uint32_t stage, uint32_t bar, int d, int j, int*) {
-    ptx::tma_load_4d(stage, &maps.q, bar, 64 * d, w.m0, w.head, w.batch);
+    ptx::tma_load_4d(stage, &maps.q, bar, Traits::kSliceD * d, w.m0, w.head, w.batch);
     // A pair's block loads the keys of its half of the tile (its cluster rank: the group's parity).
     const int key0 = j * kBlockN + (Traits::kPair ? (w.group % 2) * Traits::kKRows : 0);
-    ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, 64 * d, key0, w.head_kv, w.batch);
+    ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, Traits::kSliceD * d, key0, w.head_kv, w.batch);
   }
 
   static __device__ __forceinline__ void load_v(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
@@ -146,7 +150,7 @@ struct FfpaPrefill {
       for (int n = 0; n < kNS; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float x = s[n][2 * r + e] * p.scale_log2;
+          const float x = s[n][2 * r + e] * w.scale_log2;
           s[n][2 * r + e] = n * 8 + e > lim ? -CUDART_INF_F : x;
         }
     }

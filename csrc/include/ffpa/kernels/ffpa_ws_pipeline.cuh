@@ -73,11 +73,13 @@
 
 #include <cstdint>
 #include <math_constants.h>
+#include <type_traits>
 
 #include "ffpa/attn/softmax.cuh"
 #include "ffpa/attn/state.cuh"
 #include "ffpa/ptx/cluster.cuh"
 #include "ffpa/ptx/cp_async.cuh"  // smem_u32addr
+#include "ffpa/ptx/fp8.cuh"
 #include "ffpa/ptx/math.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
 #include "ffpa/ptx/tma.cuh"
@@ -104,6 +106,10 @@ struct FfpaWsPipeline {
   using RingV = StageRing<Traits::kVStages>;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
+  // e4m3 operands (traits/fp8_traits.h, FfpaWsFp8Traits): P stored as e4m3 times 2^kFp8POffset (eager
+  // row maxima, so P stays in e4m3's range), P V against V^T stages (8-bit B is K-major only).
+  static constexpr bool kFp8 = std::is_same_v<Element, __nv_fp8_e4m3>;
+  static constexpr float kPOffset = kFp8 ? 8.f : 0.f;
   static constexpr int kColsS = Traits::kColsS;  // keys of S per consumer of a pair (a lone block: kColsS0 / 1)
   static constexpr int kSlicesQK = Traits::kSlicesQK;
   static constexpr int kStagesV = Traits::kStagesV;
@@ -249,6 +255,23 @@ struct FfpaWsPipeline {
     sm.ring_v.consumer_wait(st);
     const uint32_t stage = sm.v + st.stage * Traits::kVStageBytes;
     Problem::template prepare_v<kCols>(p, w, j, v, stage, col);
+    if constexpr (kFp8) {  // one k-step of 32 keys: P's bytes 32 v.. of each row, V^T's rows col.. (32 bytes each)
+      ptx::wgmma_fence();
+      ptx::WgmmaM64<kCols, Element>::ss(o, k_major(p_tile + PTile::k_major_kstep(v)),
+                                        ptx::gmma_desc_sw32_k(stage + col * Traits::kVKeys), 1);
+      ptx::wgmma_commit_group();
+    } else {
+      issue_pv_b16<kCols>(o, stage, p_tile, v, col);
+    }
+    const int s = st.stage;
+    st.advance();
+    return s;
+  }
+
+  // P V of one V stage on b16 operands (V read transposed, kVKeys / 16 k-steps).
+  template <int kCols>
+  static __device__ __forceinline__ void issue_pv_b16(float (&o)[kCols / 8][4], uint32_t stage, uint32_t p_tile, int v,
+                                                      int col) {
     const uint32_t vs = stage + VStage::chunk(col / 64);
     // N of one wgmma is at most 256: wider shares (320 columns) take a second one for the rest.
     constexpr int kN0 = kCols > 256 ? 256 : kCols, kN1 = kCols - kN0;
@@ -265,9 +288,6 @@ struct FfpaWsPipeline {
             ptx::gmma_desc_sw128(vs + VStage::chunk(kN0 / 64) + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024), 1);
     }
     ptx::wgmma_commit_group();
-    const int s = st.stage;
-    st.advance();
-    return s;
   }
 
   // V stages kPreV.. of P V_j, each issued once the oldest pending one is done (and released), then
@@ -298,7 +318,7 @@ struct FfpaWsPipeline {
                                                  int key0, int r0, int row0, int g, int t4, uint32_t xphase, float (&s)[kNS][4],
                                                  float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
     const bool per_elem = Problem::mask(s, p, w, j, key0, row0, g, t4);
-    const float sf = per_elem ? 1.f : p.scale_log2;
+    const float sf = per_elem ? 1.f : Problem::scale_log2(p, w);
     float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -314,7 +334,12 @@ struct FfpaWsPipeline {
 #pragma unroll
       for (int k = 0; k < kSlots; ++k)
         if (k != slot) m = fmaxf(m, sm.stats[k * kBlockM + r0 + 8 * r]);
-      alpha[r] = online_update_lazy(row_max[r], row_sum[r], m, neg_m[r]);
+      if constexpr (kFp8) {  // P = 2^(s - m + 8) <= 256: the row max may not lag (the lazy one lets P reach 2^16)
+        alpha[r] = online_update(row_max[r], row_sum[r], m, neg_m[r]);
+        neg_m[r] += kPOffset;
+      } else {
+        alpha[r] = online_update_lazy(row_max[r], row_sum[r], m, neg_m[r]);
+      }
     }
     exp2_strip_add_sums(s, sf, neg_m, row_sum);
   }
@@ -367,10 +392,15 @@ struct FfpaWsPipeline {
     for (int n = 0; n < kNS; ++n)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, key0 + 8 * n + 2 * t4);
-        const uint32_t x = Num::pack2(s[n][2 * r], s[n][2 * r + 1]);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x));
-        if constexpr (kPair) ptx::st_shared_cluster_b32(addr + peer, x);
+        if constexpr (kFp8) {  // two e4m3 keys: byte key of the row (a b16 column is two bytes)
+          const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, (key0 + 8 * n + 2 * t4) / 2);
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(addr), "h"(ptx::pack2_e4m3(s[n][2 * r], s[n][2 * r + 1])));
+        } else {
+          const uint32_t addr = p_tile + PTile::elem_offset(r0 + 8 * r, key0 + 8 * n + 2 * t4);
+          const uint32_t x = Num::pack2(s[n][2 * r], s[n][2 * r + 1]);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x));
+          if constexpr (kPair) ptx::st_shared_cluster_b32(addr + peer, x);
+        }
       }
     if constexpr (kPair) {
       ptx::fence_proxy_async_shared_cluster();

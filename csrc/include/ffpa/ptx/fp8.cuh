@@ -17,4 +17,15 @@ __device__ __forceinline__ uint32_t pack4_e4m3(float x0, float x1, float x2, flo
 #endif
 }
 
+// Two fp32 values to e4m3 (as above), x0 in the lower byte: two adjacent bytes of a row in memory.
+__device__ __forceinline__ uint16_t pack2_e4m3(float x0, float x1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint16_t x;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(x) : "f"(x1), "f"(x0));
+  return x;
+#else
+  return 0;
+#endif
+}
+
 }  // namespace ffpa::ptx

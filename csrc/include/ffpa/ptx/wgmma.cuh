@@ -19,6 +19,14 @@ __host__ __device__ __forceinline__ uint64_t gmma_desc_sw128(uint32_t smem_addr,
          (static_cast<uint64_t>(sbo_bytes >> 4) << 32) | (1ull << 62);
 }
 
+// The same in the canonical 32-byte-swizzle layout (mode 3), K-major: rows of 32 bytes (one e4m3
+// k-step), 8-row groups 256 bytes apart (sbo), lbo unused; the FP8 FFPA kernel's V^T stages (32 keys
+// of each output column), as TMA's 32-byte swizzle writes them. Groups are 256-byte aligned.
+__host__ __device__ __forceinline__ uint64_t gmma_desc_sw32_k(uint32_t smem_addr) {
+  return static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4) | (uint64_t{1} << 16) | (uint64_t{256 >> 4} << 32) |
+         (3ull << 62);
+}
+
 // Orders this thread's earlier register writes (accumulators, A fragments) before the next
 // wgmma.mma_async of its warpgroup.
 __device__ __forceinline__ void wgmma_fence() {

@@ -7,6 +7,8 @@
 // k-step of 32 e4m3 is the same 32 bytes as a b16 k-step of 16. V arrives transposed (V^T: Dv rows of
 // 128 keys) because 8-bit wgmma reads B K-major only.
 #pragma once
+#include <cuda_fp8.h>
+
 #include "ffpa/tile/smem_tile.cuh"
 
 namespace ffpa {
@@ -52,6 +54,71 @@ struct Fa2Fp8Traits {
   static_assert(fp8_p_key(0) == 0 && fp8_p_key(3) == 9 && fp8_p_key(4) == 2 && fp8_p_key(31) == 31,
                 "the key order of the P fragment");
   static_assert(bytes(2) <= kMaxSmem, "two stages of K and V^T fit beside Q");
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
+};
+
+// The FP8 kernel past D = 256 (kernels/ffpa_fwd_sm90_fp8.cuh): FFPA level 1's Hopper pipeline
+// (kernels/ffpa_ws_pipeline.cuh) on e4m3, named as FfpaWsTraits names its tile (traits/ffpa_traits.h,
+// whose picture applies): 64 query rows, 128-key tiles whose S the two consumers split (64 keys each,
+// Q@K^T over the head dim in slices of 128 e4m3: one 128-byte row), P through shared memory as e4m3,
+// and O split by columns (Dv / 2 each, in registers). What 8-bit operands change:
+// * P V reads B K-major only, so V arrives transposed (the launcher's pre-pass, keys in order): a V
+//   stage is 32 keys (one k-step) of every output column, Dv rows of 32 bytes in the 32-byte swizzle
+//   (TMA writes it, wgmma reads it: ptx::gmma_desc_sw32_k);
+// * P is stored as e4m3 (times 2^8, as the FA-2-style kernel does) in a 64 x 128-byte tile.
+// One column group (Dv <= 512: O 128 registers a consumer), no cluster pair.
+template <typename Out_, int kHeadDim_>
+struct FfpaWsFp8Traits {
+  using Element = __nv_fp8_e4m3;
+  using Out = Out_;  // the output dtype (bf16 or fp16)
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kHeadDimV = kHeadDim_;
+  static constexpr int kBlockM = 64;
+  static constexpr int kConsumers = 2;
+  static constexpr int kSliceD = 128;  // e4m3 of one Q@K^T stage: one 128-byte row
+  static constexpr int kGroupCols = kHeadDimV;
+  static constexpr int kGroups = 1;
+  static constexpr bool kPair = false;
+  static constexpr int kPairSize = 1;
+  static constexpr int kVKeys = 32;  // keys of one V stage: one e4m3 k-step
+  static constexpr int kKRows = 128;
+  static constexpr int kBlockN = kKRows;
+  static constexpr int kColsS = kKRows / kConsumers;
+  static constexpr int kPBuffers = 2;
+  static constexpr bool kPadded = false;
+  static constexpr int kCols0 = kHeadDimV / 2;
+  static constexpr int kCols1 = kHeadDimV / 2;
+  static constexpr int kColsS0 = kColsS;
+  static constexpr int kColsS1 = kColsS;
+  static constexpr int kSlicesQK = kHeadDim / kSliceD;
+  static constexpr int kStagesV = kBlockN / kVKeys;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+
+  using QSlice = GmmaSw128Tile<kBlockM, kSliceD / 2>;  // bytes as b16 columns (Fa2Fp8Traits' convention)
+  using KSlice = GmmaSw128Tile<kKRows, kSliceD / 2>;
+  struct VStage {  // V^T: kHeadDimV rows (output columns) of kVKeys bytes (keys)
+    static constexpr int kBytes = kHeadDimV * kVKeys;
+  };
+  using PTile = GmmaSw128Tile<kBlockM, kBlockN / 2>;  // P: 64 rows of 128 keys (bytes)
+  static constexpr int kQKStageBytes = QSlice::kBytes + KSlice::kBytes;
+  static constexpr int kVStageBytes = VStage::kBytes;
+  static constexpr int kStatBytes = 4 * kBlockM * 4;
+  static constexpr int kQKStages = 4;
+  static constexpr int kVStages = 4;
+  static constexpr int kVRingBytes = kVStages * kVStageBytes;
+  static constexpr int kBarrierBytes = 256;
+  static constexpr int kSmemBytes =
+      1024 + kPBuffers * PTile::kBytes + kStatBytes + kQKStages * kQKStageBytes + kVRingBytes + kBarrierBytes;
+  static constexpr int kMaxSmem = 227 * 1024;
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+
+  static_assert(kHeadDim % kSliceD == 0 && kHeadDim > 256 && kHeadDim <= 512,
+                "whole 128-byte slices; past the FA-2-style kernel, O within the registers");
+  static_assert(kCols0 == 192 || kCols0 == 256, "one e4m3 wgmma per V stage (N = Dv / 2: a generated shape)");
+  static_assert(kVStageBytes % 1024 == 0 && kQKStageBytes % 1024 == 0 && PTile::kBytes % 1024 == 0,
+                "stages stay 1024-byte aligned");
+  static_assert(kSmemBytes <= kMaxSmem, "the stages fit shared memory");
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
 };
 

@@ -1,0 +1,97 @@
+// The FP8 (e4m3) launcher's side past D = 256 (Fp8Launcher, launch/fa2_fp8_launch.cuh): V^T in key
+// order by the pre-pass (kernels/fp8_v_transpose.cuh) into p.vt (sized by the op), the TMA maps of Q
+// and K (128-byte slices of the head dim) and V^T (32 keys of Dv / 2 columns a box, 32-byte swizzle), the
+// shared-memory opt-in and one block per 64 query rows of each (batch, head)
+// (kernels/ffpa_fwd_sm90_fp8.cuh), the output dtype picked by p.out_fp16. sm_90a builds only.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "ffpa/kernels/ffpa_fwd_sm90_fp8.cuh"
+#include "ffpa/kernels/fp8_v_transpose.cuh"
+#include "ffpa/traits/fp8_traits.h"
+#include "launch/fwd_launcher.h"
+#include "launch/heuristics.h"
+#include "launch/tma_desc.h"
+#include "launch/ws_pipeline_info.h"
+
+namespace ffpa::launch {
+
+template <int kHeadDim>
+struct FfpaFp8Launch {
+  template <typename Out>
+  struct Variant {
+    using Traits = FfpaWsFp8Traits<Out, kHeadDim>;
+    static inline bool opted_in[64] = {};
+    static constexpr auto kernel = &attn::ffpa_fwd_fp8_kernel<Traits>;
+  };
+  using Traits = typename Variant<__nv_bfloat16>::Traits;  // the tile (the output dtype changes only the store)
+
+  static cudaError_t encode_maps(const FwdParams& p, attn::FfpaTmaMaps* m) {
+    auto qk = [](CUtensorMap* map, const void* base, int rows, int heads, int batch, int64_t row_stride,
+                 int64_t head_stride, int64_t batch_stride, int box_rows) {
+      const uint64_t dims[4] = {kHeadDim, static_cast<uint64_t>(rows), static_cast<uint64_t>(heads),
+                                static_cast<uint64_t>(batch)};
+      const int64_t strides[4] = {1, row_stride, head_stride, batch_stride};
+      const uint32_t box[4] = {Traits::kSliceD, static_cast<uint32_t>(box_rows), 1, 1};
+      return encode_strided_tma(map, TmaElem::kUInt8, base, 4, dims, strides, box);
+    };
+    cudaError_t err = qk(&m->q, p.q, p.len_q, p.heads_q, p.batch, p.q_row_stride, p.q_head_stride, p.q_batch_stride,
+                         Traits::kBlockM);
+    if (err == cudaSuccess)
+      err = qk(&m->k, p.k, p.len_kv, p.heads_kv, p.batch, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
+               Traits::kKRows);
+    if (err == cudaSuccess) {
+      const uint64_t dims[4] = {static_cast<uint64_t>(p.vt_len), static_cast<uint64_t>(kHeadDim),
+                                static_cast<uint64_t>(p.heads_kv), static_cast<uint64_t>(p.batch)};
+      const int64_t strides[4] = {1, p.vt_len, static_cast<int64_t>(kHeadDim) * p.vt_len,
+                                  static_cast<int64_t>(p.heads_kv) * kHeadDim * p.vt_len};
+      const uint32_t box[4] = {Traits::kVKeys, kHeadDim / 2, 1, 1};
+      err = encode_strided_tma(&m->v, TmaElem::kUInt8, p.vt, 4, dims, strides, box, TmaSwizzle::k32B);
+    }
+    return err;
+  }
+
+  template <typename Out>
+  static cudaError_t launch(const FwdParams& p, const attn::FfpaTmaMaps& maps, int64_t items, cudaStream_t stream) {
+    using V = Variant<Out>;
+    cudaError_t err = opt_in_smem(V::kernel, V::Traits::kSmemBytes, V::opted_in);
+    if (err != cudaSuccess) return err;
+    V::kernel<<<static_cast<unsigned>(items), V::Traits::kThreads, V::Traits::kSmemBytes, stream>>>(p, maps);
+    return cudaGetLastError();
+  }
+
+  static cudaError_t run(const FwdParams& p, cudaStream_t stream) {
+    if (p.head_dim != kHeadDim || p.head_dim_v != kHeadDim || p.vt == nullptr || p.vt_len % 32 != 0 ||
+        p.vt_len < p.len_kv)
+      return cudaErrorInvalidValue;
+    if (p.mask != nullptr && (p.block_map == nullptr || p.block_map_m != Traits::kBlockM ||
+                              p.block_map_n != Traits::kBlockN))
+      return cudaErrorInvalidValue;  // a mask comes with its block map at this kernel's tile
+    if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
+    const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
+    constexpr int kTKeys = kernels::fp8_transpose_keys(kHeadDim);
+    const int64_t key_blocks = (p.vt_len + kTKeys - 1) / kTKeys;
+    if (items > INT32_MAX || key_blocks > INT32_MAX || p.heads_kv > kMaxGridYZ || p.batch > kMaxGridYZ)
+      return cudaErrorNotSupported;
+    alignas(64) attn::FfpaTmaMaps maps;
+    if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
+    kernels::fp8_v_transpose_kernel<kHeadDim, false>
+        <<<dim3(static_cast<unsigned>(key_blocks), p.heads_kv, p.batch), kernels::kFp8TransposeThreads, 0, stream>>>(p);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    return p.out_fp16 ? launch<__half>(p, maps, items, stream) : launch<__nv_bfloat16>(p, maps, items, stream);
+  }
+
+  static cudaError_t info(bool query_attributes, KernelInfo* out) {
+    KernelInfo k;
+    k.family = Family::kFp8;
+    k.level = 0;
+    k.mask_block_m = Traits::kBlockM;
+    k.mask_block_n = Traits::kBlockN;
+    return ws_pipeline_info<Traits>(k, Variant<__nv_bfloat16>::kernel, query_attributes, out);
+  }
+};
+
+}  // namespace ffpa::launch
