@@ -1,5 +1,5 @@
 """Development probe of the FP8 kernel (#17): TFLOPS of ffpa_attn.forward on e4m3 inputs beside our bf16
-FA-2 and SDPA cuDNN on the same shapes, and the FP8 GEMM ceiling (torch._scaled_mm) of the same run.
+kernel and SDPA cuDNN (EA past D = 256) on the same shapes, and the FP8 GEMM ceiling (torch._scaled_mm) of the same run.
 Bench's interleaved timer (L2 flushed, medians). Env SHAPES 'BxHxN ...', DIMS, CAUSAL=0/1, VARIANTS
 (values of FFPA_DEV_WS, a temporary A/B switch a launcher may read: '0,1')."""
 import os
@@ -38,8 +38,8 @@ for shape in os.environ.get("SHAPES", "4x8x8448 1x32x8192").split():
             def bf16():
                 return ffpa_attn.forward(q, k, v, is_causal=causal, strict=True)
 
-            def cudnn():
-                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            def cudnn():  # past D = 256 SDPA's memory-efficient kernel (cuDNN does not run there)
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION if D <= 256 else SDPBackend.EFFICIENT_ATTENTION):
                     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
             ref = F.scaled_dot_product_attention(*(x.float() * d[..., None, None] for x, d in ((q8, qd), (k8, kd), (v8, vd))),
