@@ -8,8 +8,8 @@ float32 tensor of the tensor's leading dims (``(B, H)`` for a 4-D tensor, with t
 count: ``(B, Hkv)`` for key and value under GQA).
 
 On Hopper (compute capability 9.0, an sm_90a build) the FP8 kernels run the call (wgmma e4m3, fp32
-accumulation: ``kernels/fa2_fwd_sm90_fp8.cuh`` at D = 128 and 256, FFPA's ``kernels/ffpa_fwd_sm90_fp8.cuh``
-at 512) where they take it: 4-D ``(B, H, L, D)`` inputs with D = 128, 256 or 512 (key and value the
+accumulation: ``kernels/fa2_fwd_sm90_fp8.cuh`` at D = 64, 128 and 256, FFPA's ``kernels/ffpa_fwd_sm90_fp8.cuh``
+at 512) where they take it: 4-D ``(B, H, L, D)`` inputs with D = 64, 128, 256 or 512 (key and value the
 same), bool or additive ``attn_mask`` or causal in either
 alignment, GQA, any lengths, rows 16-byte aligned, no dropout. Elsewhere the call runs on the inputs dequantized to
 ``out_dtype`` -- our bf16/fp16 kernels where they take the call, else SDPA -- with a one-time

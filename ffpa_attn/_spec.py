@@ -166,11 +166,11 @@ FAMILIES = (
     Family("decode", "decode", 0, "Family::kDecode", "DecodeLauncher<{elem}, {d}, {dv}>", "launch/decode_launch.cuh",
            tuple((d, d) for d in (64, 96, 128, 192, 256)) + tuple((d, d) for d in range(320, 1025, 64)) + ((576, 512),),
            half_accs=False, auto="first", workspace=False, priority=1),
-    # FP8 (e4m3) on Hopper (fa2_fwd_sm90_fp8.cuh: wgmma e4m3, FA-2 style; D = 512 on FFPA L1's Hopper
+    # FP8 (e4m3) on Hopper (fa2_fwd_sm90_fp8.cuh: wgmma e4m3, FA-2 style, D = 64..256; D = 512 on FFPA L1's Hopper
     # pipeline, ffpa_fwd_sm90_fp8.cuh): the ffpa_fp8_fwd op that forward's FP8 path calls
     # (ffpa_attn/_fp8.py); its op code is the forward one (its launcher runs FwdParams).
     Family("fp8", "fwd", 0, "Family::kFp8", "Fp8Launcher<{elem}, {d}, {dv}>", "launch/fa2_fp8_launch.cuh",
-           ((128, 128), (256, 256), (512, 512)), half_accs=False, auto="first", workspace=False, arch="90a", priority=0,
+           ((64, 64), (128, 128), (256, 256), (512, 512)), half_accs=False, auto="first", workspace=False, arch="90a", priority=0,
            tag="wgmma", dtypes=("e4m3",)),
 )
 BY_KEY = {f.key: f for f in FAMILIES}

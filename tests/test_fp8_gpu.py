@@ -1,6 +1,6 @@
 """FP8 (e4m3) inputs of ffpa_attn.forward on the GPU (ffpa_attn/_fp8.py).
 
-* The FP8 kernels (compute capability 9.0; kernels/fa2_fwd_sm90_fp8.cuh at head dims 128 and 256, FFPA's
+* The FP8 kernels (compute capability 9.0; kernels/fa2_fwd_sm90_fp8.cuh at head dims 64, 128 and 256, FFPA's
   kernels/ffpa_fwd_sm90_fp8.cuh at 512): both
   output dtypes, causal in both alignments, every mask kind of the bf16 grids, GQA, odd lengths, every
   descale kind (none, float, 0-d, per (batch, head)), against a float64 reference on the dequantized inputs (relative RMSE <= 3e-2, the
@@ -88,7 +88,7 @@ def _check_fp8_kernel(B, Hq, Hkv, L, S, D, causal, align, kind, out_dtype, seed,
 
 
 @needs_fp8_kernel
-@pytest.mark.parametrize("D", [128, 256, 512])
+@pytest.mark.parametrize("D", [64, 128, 256, 512])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("causal,align", [(False, "top_left"), (True, "top_left"), (True, "bottom_right")],
                          ids=["full", "causal", "causal_br"])
@@ -109,7 +109,7 @@ def test_fp8_kernel_lengths(L, S, causal, widest):
 
 @needs_fp8_kernel
 @pytest.mark.parametrize("mask_kind", MASK_KINDS)
-@pytest.mark.parametrize("D", [128, 256, 512])
+@pytest.mark.parametrize("D", [64, 128, 256, 512])
 def test_fp8_kernel_masks(mask_kind, D):
     if D not in _FP8_DIMS:
         pytest.skip(f"FP8 kernel D={D} not compiled")

@@ -21,7 +21,7 @@
 
 namespace ffpa::launch {
 
-// The FA-2-style kernel (D = 128, 256).
+// The FA-2-style kernel (D = 64, 128, 256).
 template <int kHeadDim>
 struct Fa2Fp8Launch {
   static constexpr int kHeadDimV = kHeadDim;
@@ -32,13 +32,14 @@ struct Fa2Fp8Launch {
     static constexpr auto kernel = &attn::fa2_fwd_fp8_kernel<Traits, Out>;
   };
 
-  // Q and K: 128-byte chunks (one TMA box of every chunk of box_rows positions); V^T: boxes of 128 keys x Dv.
+  // Q and K: 128-byte chunks (one TMA box of every chunk of box_rows positions; at D = 64 one chunk of
+  // which the box's second half is zero fill); V^T: boxes of 128 keys x Dv.
   static cudaError_t encode_maps(const FwdParams& p, attn::Fp8TmaMaps* m) {
-    constexpr int kChunks = kHeadDim / 128;
+    constexpr int kChunks = Traits::kRowBytes / 128;
     auto qk = [](CUtensorMap* map, const void* base, int rows, int heads, int batch, int64_t row_stride,
                  int64_t head_stride, int64_t batch_stride, int box_rows) {
-      const uint64_t dims[5] = {128, static_cast<uint64_t>(rows), kChunks, static_cast<uint64_t>(heads),
-                                static_cast<uint64_t>(batch)};
+      const uint64_t dims[5] = {kHeadDim < 128 ? kHeadDim : 128, static_cast<uint64_t>(rows), kChunks,
+                                static_cast<uint64_t>(heads), static_cast<uint64_t>(batch)};
       const int64_t strides[5] = {1, row_stride, 128, head_stride, batch_stride};
       const uint32_t box[5] = {128, static_cast<uint32_t>(box_rows), kChunks, 1, 1};
       return encode_strided_tma(map, TmaElem::kUInt8, base, 5, dims, strides, box);

@@ -94,7 +94,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fp8_fwd_cuda(const at::Tensor& q, const 
   rq.device_cc = prop->major * 10 + prop->minor;
   const launch::RegistryEntry* kernel = launch::route(rq);
   TORCH_CHECK(kernel != nullptr, kOp, ": no FP8 kernel for head dim ", num(D), " on this device in this build (see "
-              "ffpa_attn.build_info(); the FP8 kernels are sm_90a code for head dims 128, 256 and 512)");
+              "ffpa_attn.build_info(); the FP8 kernels are sm_90a code for head dims 64, 128, 256 and 512)");
 
   const auto opts = q.options().dtype(out_fp16 ? at::kHalf : at::kBFloat16);
   at::Tensor out = at::empty({B, Hq, L, Dv}, opts);

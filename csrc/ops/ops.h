@@ -26,7 +26,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
                                                     const std::optional<at::Tensor>& attn_mask, double scale,
                                                     bool causal, int64_t num_splits);
 
-// FP8: q [B, Hq, L, D], k [B, Hkv, S, D], v [B, Hkv, S, D] float8_e4m3fn (D 128, 256 or 512, 16-byte aligned
+// FP8: q [B, Hq, L, D], k [B, Hkv, S, D], v [B, Hkv, S, D] float8_e4m3fn (D 64, 128, 256 or 512, 16-byte aligned
 // rows); descales float32 broadcastable to (B, H) of their tensor; optional attn_mask as ffpa_fwd's;
 // out bf16 (fp16 with out_fp16) [B, Hq, L, D], lse [B, Hq, L] fp32.
 std::tuple<at::Tensor, at::Tensor> ffpa_fp8_fwd_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

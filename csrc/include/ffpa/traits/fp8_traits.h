@@ -29,15 +29,18 @@ struct Fa2Fp8Traits {
   static constexpr int kHeadDimV = kHeadDim_;
   static constexpr int kConsumers = 2;
   static constexpr int kBlockM = 64 * kConsumers;  // query rows per block
-  // Keys per tile: 192 at D = 128 (S, O and P in 184 of the 240 registers), 128 at 256 (O alone takes
-  // 128). A V^T row is 128-byte chunks of keys, the last one of a 192-key tile half used.
+  // Keys per tile: 192 up to D = 128 (S, O and P in 184 of the 240 registers at 128), 128 at 256 (O alone
+  // takes 128). A V^T row is 128-byte chunks of keys, the last one of a 192-key tile half used.
   static constexpr int kBlockN = kHeadDim_ <= 128 ? 192 : 128;
   static constexpr int kKStepsQK = kHeadDim / 32;
   static constexpr int kKStepsPV = kBlockN / 32;
   static constexpr int kNTilesS = kBlockN / 8;
   static constexpr int kNTilesO = kHeadDimV / 8;
-  using QTile = GmmaSw128Tile<kBlockM, kHeadDim / 2>;   // bytes: kHeadDim e4m3 per row
-  using KTile = GmmaSw128Tile<kBlockN, kHeadDim / 2>;
+  // Bytes: kHeadDim e4m3 per row, in whole 128-byte rows: at D = 64 the row's second half is TMA's
+  // zero fill past the head dim (the box is 128 bytes wide), which no k-step reads.
+  static constexpr int kRowBytes = kHeadDim_ < 128 ? 128 : kHeadDim_;
+  using QTile = GmmaSw128Tile<kBlockM, kRowBytes / 2>;
+  using KTile = GmmaSw128Tile<kBlockN, kRowBytes / 2>;
   using VtTile = GmmaSw128Tile<kHeadDimV, 64 * ((kBlockN + 127) / 128)>;  // V^T: Dv rows of whole 128-key chunks
   static constexpr int kThreads = 128 * (kConsumers + 1);
   static constexpr int kProducerRegs = 24;
@@ -49,7 +52,7 @@ struct Fa2Fp8Traits {
   static constexpr int kStages = bytes(4) <= kMaxSmem ? 4 : bytes(3) <= kMaxSmem ? 3 : 2;
   static constexpr int kSmemBytes = bytes(kStages);
 
-  static_assert(kHeadDim == 128 || kHeadDim == 256, "whole 128-byte rows, one wgmma for O (N <= 256)");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "whole k-steps in 128-byte rows, one wgmma for O (N <= 256)");
   static_assert(kBlockN % 32 == 0 && kKStepsPV * 32 == kBlockN, "whole k-steps of P V");
   static_assert(fp8_p_key(0) == 0 && fp8_p_key(3) == 9 && fp8_p_key(4) == 2 && fp8_p_key(31) == 31,
                 "the key order of the P fragment");
