@@ -2,7 +2,7 @@
 // (kernels/ffpa_ws_pipeline.cuh: its picture of who waits on what) on 8-bit operands, the tile of
 // traits/fp8_traits.h (FfpaWsFp8Traits). Q@K^T runs over the head dim in 128-byte slices (shared memory
 // does not grow with D), the two consumers exchange row maxima and write P to shared memory as e4m3
-// (times 2^8, as in kernels/fa2_fwd_sm90_fp8.cuh), and each multiplies it by V^T for its half of the
+// (times 2^4 below a lazy row max: traits/fp8_traits.h), and each multiplies it by V^T for its half of the
 // output columns (O in registers).
 //
 // This file is the FP8 prefill Problem: FFPA level 1's (kernels/ffpa_fwd_sm90_ws.cuh: items, key tiles,
@@ -28,7 +28,7 @@ struct FfpaFp8Prefill : FfpaPrefill<Traits> {
   using Base = FfpaPrefill<Traits>;
   using Item = typename Base::Item;
   using Out = typename Traits::Out;
-  static constexpr float kPOffset = 8.f;  // P = 2^(s - m + 8) (the pipeline's kPOffset)
+  static constexpr float kPOffset = Traits::kPOffset;  // P = 2^(s - m + kPOffset)
 
   static __device__ __forceinline__ float descale(const float* d, int64_t batch_stride, int64_t head_stride, int b, int h) {
     return d != nullptr ? __ldg(d + b * batch_stride + h * head_stride) : 1.f;

@@ -106,10 +106,9 @@ struct FfpaWsPipeline {
   using RingV = StageRing<Traits::kVStages>;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
-  // e4m3 operands (traits/fp8_traits.h, FfpaWsFp8Traits): P stored as e4m3 times 2^kFp8POffset (eager
-  // row maxima, so P stays in e4m3's range), P V against V^T stages (8-bit B is K-major only).
+  // e4m3 operands (traits/fp8_traits.h, FfpaWsFp8Traits): P stored as e4m3 times 2^Traits::kPOffset (the
+  // row max lazy within a slack that keeps P in e4m3's range), P V against V^T stages (8-bit B is K-major only).
   static constexpr bool kFp8 = std::is_same_v<Element, __nv_fp8_e4m3>;
-  static constexpr float kPOffset = kFp8 ? 8.f : 0.f;
   static constexpr int kColsS = Traits::kColsS;  // keys of S per consumer of a pair (a lone block: kColsS0 / 1)
   static constexpr int kSlicesQK = Traits::kSlicesQK;
   static constexpr int kStagesV = Traits::kStagesV;
@@ -334,9 +333,12 @@ struct FfpaWsPipeline {
 #pragma unroll
       for (int k = 0; k < kSlots; ++k)
         if (k != slot) m = fmaxf(m, sm.stats[k * kBlockM + r0 + 8 * r]);
-      if constexpr (kFp8) {  // P = 2^(s - m + 8) <= 256: the row max may not lag (the lazy one lets P reach 2^16)
-        alpha[r] = online_update(row_max[r], row_sum[r], m, neg_m[r]);
-        neg_m[r] += kPOffset;
+      if constexpr (kFp8) {  // P = 2^(s - m + kPOffset) <= 256: a slack of 4 (the b16 one of 8 would let P reach 2^16)
+        if constexpr (Traits::kFp8Lazy)
+          alpha[r] = online_update_lazy(row_max[r], row_sum[r], m, neg_m[r], 4.f);
+        else
+          alpha[r] = online_update(row_max[r], row_sum[r], m, neg_m[r]);
+        neg_m[r] += Traits::kPOffset;
       } else {
         alpha[r] = online_update_lazy(row_max[r], row_sum[r], m, neg_m[r]);
       }
