@@ -9,8 +9,8 @@
 #include <cuda_runtime.h>
 
 #include "ffpa/kernels/ffpa_fwd_sm90_fp8.cuh"
-#include "ffpa/kernels/fp8_v_transpose.cuh"
 #include "ffpa/traits/fp8_traits.h"
+#include "launch/fp8_run.cuh"
 #include "launch/fwd_launcher.h"
 #include "launch/heuristics.h"
 #include "launch/tma_desc.h"
@@ -63,25 +63,7 @@ struct FfpaFp8Launch {
   }
 
   static cudaError_t run(const FwdParams& p, cudaStream_t stream) {
-    if (p.head_dim != kHeadDim || p.head_dim_v != kHeadDim || p.vt == nullptr || p.vt_len % 32 != 0 ||
-        p.vt_len < p.len_kv)
-      return cudaErrorInvalidValue;
-    if (p.mask != nullptr && (p.block_map == nullptr || p.block_map_m != Traits::kBlockM ||
-                              p.block_map_n != Traits::kBlockN))
-      return cudaErrorInvalidValue;  // a mask comes with its block map at this kernel's tile
-    if (Traits::kSmemBytes > max_smem_optin()) return cudaErrorNotSupported;
-    const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
-    constexpr int kTKeys = kernels::fp8_transpose_keys(kHeadDim);
-    const int64_t key_blocks = (p.vt_len + kTKeys - 1) / kTKeys;
-    if (items > INT32_MAX || key_blocks > INT32_MAX || p.heads_kv > kMaxGridYZ || p.batch > kMaxGridYZ)
-      return cudaErrorNotSupported;
-    alignas(64) attn::FfpaTmaMaps maps;
-    if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
-    kernels::fp8_v_transpose_kernel<kHeadDim, false>
-        <<<dim3(static_cast<unsigned>(key_blocks), p.heads_kv, p.batch), kernels::kFp8TransposeThreads, 0, stream>>>(p);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-    return p.out_fp16 ? launch<__half>(p, maps, items, stream) : launch<__nv_bfloat16>(p, maps, items, stream);
+    return fp8_run<FfpaFp8Launch, attn::FfpaTmaMaps, kHeadDim, false>(p, stream);  // V^T's keys in order
   }
 
   static cudaError_t info(bool query_attributes, KernelInfo* out) {

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <math_constants.h>
 
+#include "ffpa/attn/descale.cuh"
 #include "ffpa/attn/mask.cuh"
 #include "ffpa/attn/softmax.cuh"
 #include "ffpa/attn/state.cuh"
@@ -211,16 +212,12 @@ struct Fa2FwdFp8 {
       for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
   }
 
-  static __device__ __forceinline__ float descale(const float* d, int64_t batch_stride, int64_t head_stride, int b, int h) {
-    return d != nullptr ? __ldg(d + b * batch_stride + h * head_stride) : 1.f;
-  }
-
   static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c) {
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;
     const uint32_t q_wg = sm.q + c * 64 * 128;  // this warpgroup's 64 rows in each 128-byte chunk
-    const float qk = descale(p.q_descale, p.q_descale_batch_stride, p.q_descale_head_stride, w.batch, w.head) *
-                     descale(p.k_descale, p.k_descale_batch_stride, p.k_descale_head_stride, w.batch, w.head_kv);
+    const float qk = fp8_descale(p.q_descale, p.q_descale_batch_stride, p.q_descale_head_stride, w.batch, w.head) *
+                     fp8_descale(p.k_descale, p.k_descale_batch_stride, p.k_descale_head_stride, w.batch, w.head_kv);
     const float scale_log2 = fabsf(p.scale_log2) * qk;
     float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -280,7 +277,7 @@ struct Fa2FwdFp8 {
       if (lane == 0) sm.ring_v.consumer_release(sv);
     }
     const float out_scale =
-        p.v_scale * descale(p.v_descale, p.v_descale_batch_stride, p.v_descale_head_stride, w.batch, w.head_kv);
+        p.v_scale * fp8_descale(p.v_descale, p.v_descale_batch_stride, p.v_descale_head_stride, w.batch, w.head_kv);
     store(p, w, row0, g, t4, out_scale, o, row_max, row_sum);
   }
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "ffpa/attn/descale.cuh"
 #include "ffpa/kernels/ffpa_fwd_sm90_ws.cuh"
 #include "ffpa/tile/quad.cuh"
 #include "ffpa/traits/fp8_traits.h"
@@ -30,15 +31,11 @@ struct FfpaFp8Prefill : FfpaPrefill<Traits> {
   using Out = typename Traits::Out;
   static constexpr float kPOffset = Traits::kPOffset;  // P = 2^(s - m + kPOffset)
 
-  static __device__ __forceinline__ float descale(const float* d, int64_t batch_stride, int64_t head_stride, int b, int h) {
-    return d != nullptr ? __ldg(d + b * batch_stride + h * head_stride) : 1.f;
-  }
-
   static __device__ __forceinline__ Item item(const FwdParams& p, int t) {
     Item w = Base::item(p, t);
     w.scale_log2 = p.scale_log2 *
-                   descale(p.q_descale, p.q_descale_batch_stride, p.q_descale_head_stride, w.batch, w.head) *
-                   descale(p.k_descale, p.k_descale_batch_stride, p.k_descale_head_stride, w.batch, w.head_kv);
+                   fp8_descale(p.q_descale, p.q_descale_batch_stride, p.q_descale_head_stride, w.batch, w.head) *
+                   fp8_descale(p.k_descale, p.k_descale_batch_stride, p.k_descale_head_stride, w.batch, w.head_kv);
     return w;
   }
 
@@ -61,7 +58,7 @@ struct FfpaFp8Prefill : FfpaPrefill<Traits> {
                                                const float (&l)[2]) {
     constexpr int kNO = kCols / 8;
     const float out_scale =
-        p.v_scale * descale(p.v_descale, p.v_descale_batch_stride, p.v_descale_head_stride, w.batch, w.head_kv);
+        p.v_scale * fp8_descale(p.v_descale, p.v_descale_batch_stride, p.v_descale_head_stride, w.batch, w.head_kv);
     Out* o_base = static_cast<Out*>(p.o) + w.batch * p.o_batch_stride + w.head * p.o_head_stride;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
