@@ -1,10 +1,12 @@
 // The warp-specialised wgmma + TMA pipeline of the FFPA-shaped Hopper kernels (sm_90a): 64 query
 // rows against 128-key tiles (256 for a cluster pair, below), the head dim E in 64-wide Q@K^T slices (shared memory does not grow
-// with E), O for up to 512 Dv columns in registers. Two kernels run on it, which differ only in what
+// with E; 128 bytes of e4m3), O for up to 512 Dv columns in registers. Three kernels run on it, which differ only in what
 // a block works on and where its tiles come from (the Problem):
 //   - FFPA level 1 prefill (kernels/ffpa_fwd_sm90_ws.cuh): one (batch, head, 64 query rows);
 //   - split-KV decode (kernels/decode_sm90_ws.cuh): 64 packed query rows of one KV head (its query
-//     heads x Lq) against one key range of a contiguous or paged cache.
+//     heads x Lq) against one key range of a contiguous or paged cache;
+//   - FP8 prefill past D = 256 (kernels/ffpa_fwd_sm90_fp8.cuh): level 1's items on e4m3 operands (the
+//     kFp8 branches below: P stored as e4m3, P V against V^T stages).
 //
 // The block is three warpgroups (traits/ffpa_traits.h, FfpaWsTraits):
 //
@@ -65,6 +67,8 @@
 //   mask(s, p, w, j, key0, row0, g, t4)    one consumer's scores of tile j (s: float[kN][4], keys key0
 //                                     .. key0 + 8 kN of the tile): masks and scales them (base 2)
 //                                     where the tile needs it and says whether it did
+//   scale_log2(p, w)                  the softmax scale (base 2) of the block's scores where mask did not
+//                                     scale them (the FP8 Problem's folds the item's q / k descales in)
 //   kPairOk                           whether the launcher runs a pair's blocks as a cluster
 //   prepare_v(p, w, j, v, stage, col)      before P V reads a V stage (consumer's columns from col)
 //   store(p, w, c, col0, row0, g, t4, o, row_max, l)   the finished rows (l: their full row sums)
