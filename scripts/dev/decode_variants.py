@@ -4,6 +4,7 @@ nothing by default, so an A/B first adds a temporary switch on that variable (e.
 DecodeLauncher::Impl::launch, picking a template variant; never committed) and removes it after.
 Shapes 'B,S,Hq,Hkv' (D = 128, bf16, Lq = 1, contiguous cache); MASKED=1 adds forward() calls with a
 (B, 1, 1, S) key-padding mask at the same shapes (what a Hugging Face static cache passes).
+SPLITS="1,2,4": decode() with those forced split counts beside (variant 0's kernel).
 Usage: SHAPES="8,32768,32,8 4,1056,32,32" MASKED=1 python3 scripts/dev/decode_variants.py 0,1,2"""
 import os
 import sys
@@ -43,10 +44,16 @@ for B, S, Hq, Hkv in shapes:
     def sdpa(m=None):
         with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
             return F.scaled_dot_product_attention(qs, ks, vs, attn_mask=m, enable_gqa=Hq != Hkv)
+    splits = [int(x) for x in os.environ.get("SPLITS", "").split(",") if x]
     cases = [(None, "")] + ([(mask, " masked")] if masked else [])
     for m, tag in cases:
-        fns = [lambda var=var, m=m: ours(var, m) for var in variants] + [lambda m=m: sdpa(m)]
+        names = [f"v{var}" for var in variants] + ([f"s{n}" for n in splits] if m is None else [])
+        fns = [lambda var=var, m=m: ours(var, m) for var in variants]
+        if m is None:
+            fns += [lambda n=n: (os.environ.__setitem__("FFPA_DEV_WS", "0"), ffpa_attn.decode(q, k, v, num_splits=n))[1]
+                    for n in splits]
+        fns.append(lambda m=m: sdpa(m))
         t = _time_interleaved(fns, 10, 60, flush=flush)
-        row = " ".join(f"v{var}={gb / (x * 1e-3):6.0f}" for var, x in zip(variants, t))
+        row = " ".join(f"{name}={gb / (x * 1e-3):6.0f}" for name, x in zip(names, t))
         print(f"B{B} S{S} {Hq}/{Hkv}{tag}: GB/s {row} sdpa={gb / (t[-1] * 1e-3):6.0f} | us {' '.join(f'{x * 1e3:.1f}' for x in t)}",
               flush=True)
