@@ -337,11 +337,8 @@ struct FfpaWsPipeline {
 #pragma unroll
       for (int k = 0; k < kSlots; ++k)
         if (k != slot) m = fmaxf(m, sm.stats[k * kBlockM + r0 + 8 * r]);
-      if constexpr (kFp8) {  // P = 2^(s - m + kPOffset) <= 256: a slack of 4 (the b16 one of 8 would let P reach 2^16)
-        if constexpr (Traits::kFp8Lazy)
-          alpha[r] = online_update_lazy(row_max[r], row_sum[r], m, neg_m[r], 4.f);
-        else
-          alpha[r] = online_update(row_max[r], row_sum[r], m, neg_m[r]);
+      if constexpr (kFp8) {  // P = 2^(s - m + kPOffset) <= 2^(slack + kPOffset) = 256 (b16's slack of 8: 2^16)
+        alpha[r] = online_update_lazy(row_max[r], row_sum[r], m, neg_m[r], Traits::kMaxSlack);
         neg_m[r] += Traits::kPOffset;
       } else {
         alpha[r] = online_update_lazy(row_max[r], row_sum[r], m, neg_m[r]);

@@ -77,8 +77,9 @@ struct FfpaWsFp8Traits {
   // is 448), where the FA-2-style kernel runs the eager max and 2^(s - m + 8). Same-run A/B on an H200
   // (docs/fp8.md): +6% non-causal at D = 512 (O's 128-register rescale, on the pipeline's critical path
   // between P V and the next P, runs rarely), even causal; relative RMSE 2.65e-2 against 2.55e-2.
-  static constexpr bool kFp8Lazy = true;
-  static constexpr float kPOffset = 4.f;
+  static constexpr float kMaxSlack = 4.f;  // the lazy row max's slack (base 2)
+  static constexpr float kPOffset = 4.f;   // P = 2^(s - m + kPOffset)
+  static_assert(kMaxSlack + kPOffset <= 8.f, "P stays within e4m3's range (largest normal 448)");
   using Out = Out_;  // the output dtype (bf16 or fp16)
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDim_;
