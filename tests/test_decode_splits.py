@@ -41,6 +41,21 @@ def test_bounds(base, tiles):
     assert splits(0, tiles) == 1
 
 
+@pytest.mark.parametrize("base,tiles", [(128, 17), (256, 32), (192, 24), (SLOTS, 16)])
+def test_short_ranges_with_a_block_for_every_sm_are_not_split(base, tiles):
+    # Measured (docs/tuning_decode.md, session 22): one split is faster there; the merge costs, more
+    # blocks move no more bytes.
+    assert splits(base, tiles) == 1, (base, tiles)
+
+
+@pytest.mark.parametrize("base,tiles", [(64, 17), (128, 64), (SLOTS + 1, 16)])
+def test_the_short_range_rule_stays_in_its_window(base, tiles):
+    # too few blocks for the SMs, a longer range, or more than one wave: the model decides (and splits)
+    assert splits(base, tiles) > 1, (base, tiles)
+    assert C_splits(128, 17, varlen=True) > 1  # per-sequence lengths keep their tail term
+    assert C_splits(128, 17, masked=True) > 1  # and masked calls (latency-bound by their mask reads) split
+
+
 def test_device_sizes_matter():
     # Half the SMs: half the splits for the same work (one wave either way).
     assert splits(8, 4096, 3, 66) < splits(8, 4096, 3, 132)
@@ -60,7 +75,7 @@ def test_per_sequence_lengths_leave_a_full_batch_alone():
     assert C_splits(5 * SLOTS, 128, varlen=True) == 1
 
 
-def C_splits(base, tiles, per_sm=PER_SM, sms=SMS, varlen=False):
+def C_splits(base, tiles, per_sm=PER_SM, sms=SMS, varlen=False, masked=False):
     import ffpa_attn._C as C
 
-    return C.decode_splits(base, tiles, per_sm, sms, varlen)
+    return C.decode_splits(base, tiles, per_sm, sms, varlen, masked)

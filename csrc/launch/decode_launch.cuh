@@ -57,7 +57,8 @@ struct DecodeLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     const int per_sm = blocks_per_sm<kShared>();
     const int64_t base = static_cast<int64_t>(p.batch) * p.heads_kv * row_tiles(p);
     const int key_tiles = (p.len_kv + V::Traits::kBlockN - 1) / V::Traits::kBlockN;
-    return choose_decode_splits(base, key_tiles, per_sm, num_sms(), p.seqlens != nullptr && p.batch > 1);
+    return choose_decode_splits(base, key_tiles, per_sm, num_sms(), p.seqlens != nullptr && p.batch > 1,
+                                p.mask != nullptr);
   }
   template <bool kShared>
   static cudaError_t launch(const DecodeParams& p, cudaStream_t stream) {

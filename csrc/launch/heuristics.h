@@ -119,7 +119,18 @@ cudaError_t opt_in_smem(Kernel kernel, int bytes, bool (&done)[64]) {
 // contiguous cache of the same shape: 6 0.97x, 12 0.97x, 18 0.96x, 24 0.94x (docs/tuning_decode.md).
 // Only the mma.sync split kernel takes it: the narrow MLA kernel ran slower with more splits there
 // (B=16 S=16384 16/1 varlen: 8 splits 0.70x, 16 0.68x, 24 0.65x).
+//
+// Short key ranges once every SM has a block run unsplit (kDecodeShortRangeTiles): there the kernel is
+// bound by DRAM, not by blocks in flight, so splits moved no more bytes per microsecond and added the
+// merge. Same-run sweep on an H200 (bf16, D = 128, L2 flushed, us per call, model's count -> one split):
+// B=4 S=1056 32/32 33.0 -> 30.7, B=8 S=2048 32/32 80.7 -> 76.4, B=6 S=1500 32/32 54.3 -> 49.9, B=4
+// S=2048 32/32 50.8 -> 50.5, B=16 S=2048 32/8 51.1 -> 50.0, B=32 S=1024 32/8 50.3 -> 45.6, B=24 S=1536
+// 32/8 57.5 -> 51.4 (docs/tuning_decode.md, session 22). Longer ranges keep the model (B=8 S=32768: one
+// block per SM streams at well under the copy rate), and so do calls with attn_mask (`masked`): their
+// per-tile mask reads make a block latency-bound, and one split ran them 12-31% slower (B=4 S=1056 32/32
+// with a key-padding mask: 50.1 us against 38-40 split).
 constexpr int kMaxDecodeSplits = 256;
+constexpr int kDecodeShortRangeTiles = 32;
 constexpr double kDecodeBlockOverheadTiles = 2.0;  // Q load, pipeline fill, epilogue, the merge's share
 constexpr double kDecodeSaturation = 1.0;
 constexpr double kDecodeVarlenTail = 0.33;
@@ -131,9 +142,13 @@ inline double decode_time_model(int64_t base_blocks, int key_tiles, int64_t slot
   if (varlen) cost += kDecodeVarlenTail * static_cast<double>(slots);
   return (static_cast<double>(key_tiles) / s + kDecodeBlockOverheadTiles) * cost;
 }
-inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen = false) {
+inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen = false,
+                                bool masked = false) {
   if (base_blocks <= 0 || key_tiles <= 2) return 1;
   const int64_t slots = static_cast<int64_t>(sms > 0 ? sms : 1) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
+  if (!varlen && !masked && key_tiles <= kDecodeShortRangeTiles && 10 * base_blocks >= 9 * static_cast<int64_t>(sms) &&
+      base_blocks <= slots)
+    return 1;  // short ranges, a block for (nearly) every SM already, one wave
   int limit = key_tiles / 2;
   if (limit > kMaxDecodeSplits) limit = kMaxDecodeSplits;
   // A count must beat the best fewer splits by 2% (each split adds partials and merge work).

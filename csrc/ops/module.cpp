@@ -164,8 +164,8 @@ py::object route(const std::string& op, const std::string& dtype, int head_dim, 
 }
 
 // The split count an auto decode call uses (launch/heuristics.h), for explicit sizes (no GPU needed).
-int decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen) {
-  return ffpa::launch::choose_decode_splits(base_blocks, key_tiles, blocks_per_sm, sms, varlen);
+int decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen, bool masked) {
+  return ffpa::launch::choose_decode_splits(base_blocks, key_tiles, blocks_per_sm, sms, varlen, masked);
 }
 
 // The FA-2 family's tensor-core path (launch/ffpa_fwd.h, Fa2Mma): "auto", "sync" or "wgmma".
@@ -200,7 +200,8 @@ PYBIND11_MODULE(_C, m) {
         py::arg("level"), py::arg("acc"), py::arg("len_q"), py::arg("len_kv"), py::arg("batch_heads"),
         "The kernel the chooser (csrc/launch/route.cpp) runs for such a call on the current device, or None");
   m.def("decode_splits", &decode_splits, py::arg("base_blocks"), py::arg("key_tiles"), py::arg("blocks_per_sm"),
-        py::arg("sms"), py::arg("varlen") = false, "The split-KV count an auto decode call picks (csrc/launch/heuristics.h), for explicit sizes");
+        py::arg("sms"), py::arg("varlen") = false, py::arg("masked") = false,
+        "The split-KV count an auto decode call picks (csrc/launch/heuristics.h), for explicit sizes");
   m.def("set_fa2_mma", &set_fa2_mma, py::arg("mode"),
         "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
         "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)");
