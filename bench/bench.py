@@ -20,12 +20,10 @@ module is importable (tests load it with importlib); the pure helpers are ``caus
 Each ffpa_auto result records what the call ran (``"auto_kernel"``: fa2, ffpa_l1..3, or sdpa
 for a fallback), which the tables and plots name.
 
-Timing (``_time_interleaved``): CUDA events around single calls, interleaved across the kernels
-of one cell. After each kernel's checked first call and ``--warmup`` ms of untimed calls, the
-kernels are called in rounds (every kernel once per round, in a freshly shuffled order, the L2
-cache evicted untimed before every call) for about ``--iters`` ms per kernel, at least 7
-rounds; each kernel's figure is the median of its rounds. Interleaving keeps clock and thermal
-drift out of the ratios; shuffling keeps any one predecessor kernel from biasing a timing.
+Timing (bench_timing.py, ``time_interleaved``): CUDA events around single calls, interleaved across
+the kernels of one cell, in shuffled rounds with the L2 evicted before every call; each kernel's
+figure is the median of its rounds. After each kernel's checked first call and ``--warmup`` ms of
+untimed calls, the rounds run for about ``--iters`` ms per kernel.
 """
 from __future__ import annotations
 
@@ -34,7 +32,6 @@ import importlib
 import json
 import os
 import re
-import statistics
 import sys
 import warnings
 
@@ -75,6 +72,13 @@ from bench_plot import (  # noqa: E402
     plot_deps_message,
     plot_title,
 )
+from bench_timing import (  # noqa: E402  (the old names: scripts/dev and tests use them)
+    MAX_ROUNDS,
+    MIN_ROUNDS,
+)
+from bench_timing import l2_flusher as _l2_flusher  # noqa: E402
+from bench_timing import time_interleaved as _time_interleaved  # noqa: E402
+from bench_timing import timer_desc as _timer_desc  # noqa: E402
 from bench_cli import (  # noqa: E402
     DEFAULT_KERNELS,
     MASK_BLOCK,
@@ -203,68 +207,6 @@ class _Progress:
     def close(self):
         if self.bar is not None:
             self.bar.close()
-
-
-MIN_ROUNDS, MAX_ROUNDS = 7, 200
-
-
-def _time_one(fn):
-    import torch
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    fn()
-    e.record()
-    e.synchronize()
-    return s.elapsed_time(e)
-
-
-def _l2_flusher():
-    """A closure that evicts the L2 cache (writes a 256 MB buffer), or None without CUDA."""
-    import torch
-    if not torch.cuda.is_available():
-        return None
-    buf = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    return buf.zero_
-
-
-def _time_interleaved(fns, warmup_ms, iters_ms, flush=None, seed=0):
-    """Median ms of each closure in ``fns`` (see the module docstring): per-kernel warm-up,
-    then rounds that call every kernel once, in a freshly shuffled order each round (a fixed
-    cyclic order gives every kernel the same predecessor, which biased one of two timings of
-    the same kernel by 8%), with ``flush`` (the L2 eviction) run untimed before every call."""
-    import random
-
-    import torch
-    if not fns:
-        return []
-    est = [max(_time_one(fn), 1e-3) for fn in fns]
-    for fn, t in zip(fns, est):
-        for _ in range(max(1, round(warmup_ms / t))):
-            fn()
-    torch.cuda.synchronize()
-    rounds = min(MAX_ROUNDS, max(MIN_ROUNDS, round(iters_ms / statistics.mean(est))))
-    n = len(fns)
-    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-               for _ in range(rounds)] for _ in range(n)]
-    rng = random.Random(seed)
-    order = list(range(n))
-    for r in range(rounds):
-        rng.shuffle(order)
-        for k in order:
-            if flush is not None:
-                flush()
-            s, e = events[k][r]
-            s.record()
-            fns[k]()
-            e.record()
-    torch.cuda.synchronize()
-    return [float(statistics.median(s.elapsed_time(e) for s, e in events[k])) for k in range(n)]
-
-
-def _timer_desc(warmup, iters):
-    return (f"CUDA events, kernels interleaved in shuffled rounds, L2 evicted before each call "
-            f"(warmup {warmup} ms each, about {iters} ms of rounds per kernel, "
-            f"{MIN_ROUNDS}..{MAX_ROUNDS} rounds), median")
 
 
 def _build_info():

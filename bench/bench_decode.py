@@ -227,7 +227,7 @@ def run(args) -> int:
     import torch.nn.functional as F
 
     import ffpa_attn
-    from bench import _l2_flusher, _time_interleaved
+    from bench_timing import l2_flusher as _l2_flusher, time_interleaved as _time_interleaved
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.bias import causal_lower_right
 

@@ -97,7 +97,7 @@ def run(args) -> int:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import ffpa_attn
-    from bench import _l2_flusher, _time_interleaved
+    from bench_timing import l2_flusher as _l2_flusher, time_interleaved as _time_interleaved
 
     flush = _l2_flusher()
     dev = torch.cuda.get_device_name()
