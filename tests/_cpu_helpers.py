@@ -55,3 +55,14 @@ def ref_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_g
 
 def fallback_warnings(records):
     return [w for w in records if issubclass(w.category, FFPAFallbackWarning)]
+
+
+# Zero-size inputs (q, k, v shapes) of the API tests: an empty query, key, batch, head or head dim.
+ZERO_SIZE = {
+    "L0": ((2, 3, 0, 8), (2, 3, 5, 8), (2, 3, 5, 8)),
+    "S0": ((2, 3, 4, 8), (2, 3, 0, 8), (2, 3, 0, 8)),
+    "B0": ((0, 3, 4, 8), (0, 3, 5, 8), (0, 3, 5, 8)),
+    "H0": ((2, 0, 4, 8), (2, 0, 5, 8), (2, 0, 5, 8)),  # the default CPU SDPA dies (SIGFPE)
+    "E0": ((2, 3, 4, 0), (2, 3, 5, 0), (2, 3, 5, 8)),
+    "Ev0": ((2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 0)),
+}

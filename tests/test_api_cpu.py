@@ -4,7 +4,7 @@
   reference over a grid of layouts / dtypes / masks; return_lse; warnings; strict;
 * SDPA leniency we must keep (things SDPA accepts, we accept);
 * patch_sdpa / unpatch_sdpa / sdpa_patched;
-* causal_align: validation, the bottom-right fallback (SDPA with the equivalent bool mask);
+* causal_align: test_causal_align_cpu.py;
 * torch.compile(fullgraph=True).
 
 The kernel path (routing, masks to the kernel) against a CPU mock of the op is in
@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import ffpa_attn
-from _cpu_helpers import SDPA, TOL, fallback_warnings, ref_attention, rn
+from _cpu_helpers import SDPA, TOL, ZERO_SIZE, fallback_warnings, ref_attention, rn
 from ffpa_attn import FFPAFallbackWarning, FFPAUnsupportedError, _ops
 
 
@@ -214,16 +214,6 @@ def test_low_rank_masks_like_math_sdpa(gen, mask_shape, mask_dtype):
     torch.testing.assert_close(lse.double(), ref_lse, atol=1e-5, rtol=1e-5)
 
 
-ZERO_SIZE = {
-    "L0": ((2, 3, 0, 8), (2, 3, 5, 8), (2, 3, 5, 8)),
-    "S0": ((2, 3, 4, 8), (2, 3, 0, 8), (2, 3, 0, 8)),
-    "B0": ((0, 3, 4, 8), (0, 3, 5, 8), (0, 3, 5, 8)),
-    "H0": ((2, 0, 4, 8), (2, 0, 5, 8), (2, 0, 5, 8)),  # the default CPU SDPA dies (SIGFPE)
-    "E0": ((2, 3, 4, 0), (2, 3, 5, 0), (2, 3, 5, 8)),
-    "Ev0": ((2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 0)),
-}
-
-
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("case", list(ZERO_SIZE))
 def test_zero_size_inputs_like_math_sdpa(gen, case, causal):
@@ -405,136 +395,6 @@ def test_patched_multihead_attention_routes_through_ffpa(gen, record):
         out, _ = mha(x, x, x, need_weights=False)
     torch.testing.assert_close(out, expected)
     assert len(fallback_warnings(record)) == 1
-
-
-# ===================================================================== causal_align
-ALIGN_SHAPES = {
-    # q, k, v, enable_gqa
-    "L_lt_S": ((2, 3, 5, 8), (2, 3, 9, 8), (2, 3, 9, 8), False),
-    "L_gt_S": ((2, 3, 9, 8), (2, 3, 5, 8), (2, 3, 5, 8), False),
-    "L_eq_S": ((2, 3, 7, 8), (2, 3, 7, 8), (2, 3, 7, 8), False),
-    "L1_S9": ((1, 2, 1, 8), (1, 2, 9, 8), (1, 2, 9, 8), False),
-    "L9_S1": ((1, 2, 9, 8), (1, 2, 1, 8), (1, 2, 1, 8), False),
-    "gqa": ((2, 4, 11, 8), (2, 2, 6, 8), (2, 2, 6, 12), True),
-    "3d": ((3, 4, 8), (3, 10, 8), (3, 10, 8), False),
-    "2d": ((10, 8), (4, 8), (4, 8), False),
-    "5d": ((2, 2, 3, 6, 8), (2, 2, 3, 4, 8), (2, 2, 3, 4, 8), False),
-}
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16],
-                         ids=lambda d: str(d).split(".")[-1])
-@pytest.mark.parametrize("shape_id", list(ALIGN_SHAPES))
-def test_bottom_right_fallback_matches_reference(gen, shape_id, dtype):
-    qs, ks, vs, gqa = ALIGN_SHAPES[shape_id]
-    q, k, v = rn(gen, *qs, dtype=dtype), rn(gen, *ks, dtype=dtype), rn(gen, *vs, dtype=dtype)
-    out, lse = ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right",
-                                 enable_gqa=gqa, return_lse=True)
-    ref_out, ref_lse = ref_attention(q, k, v, is_causal=True, enable_gqa=gqa,
-                                     causal_bottom_right=True)
-    assert out.shape == ref_out.shape and out.dtype == dtype
-    assert lse.shape == out.shape[:-1] and lse.dtype == torch.float32 and lse.is_contiguous()
-    torch.testing.assert_close(out.double(), ref_out, **TOL[dtype])
-    dead = torch.isneginf(ref_lse)
-    L, S = qs[-2], ks[-2]
-    assert bool(dead.any()) == (L > S)  # the first L - S rows see no key
-    assert (out[dead] == 0).all()  # exactly 0, not NaN
-    assert torch.isneginf(lse[dead]).all()
-    torch.testing.assert_close(lse[~dead].double(), ref_lse[~dead], atol=1e-5, rtol=1e-5)
-    # the same call without return_lse gives the same output
-    torch.testing.assert_close(
-        ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right", enable_gqa=gqa),
-        out, atol=0, rtol=0,
-    )
-
-
-def test_bottom_right_is_sdpa_with_the_shifted_tril(gen):
-    q, k, v = rn(gen, 2, 3, 6, 8), rn(gen, 2, 3, 10, 8), rn(gen, 2, 3, 10, 8)
-    keep = torch.ones(6, 10, dtype=torch.bool).tril(diagonal=4)
-    out = ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right")
-    torch.testing.assert_close(out, SDPA(q, k, v, attn_mask=keep), atol=0, rtol=0)
-    top_left = ffpa_attn.forward(q, k, v, is_causal=True)
-    assert not torch.allclose(out, top_left)  # really a different mask when L != S
-
-
-def test_causal_align_same_when_L_equals_S(gen):
-    q, k, v = rn(gen, 2, 3, 7, 8), rn(gen, 2, 3, 7, 8), rn(gen, 2, 3, 7, 8)
-    a, la = ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right", return_lse=True)
-    b, lb = ffpa_attn.forward(q, k, v, is_causal=True, causal_align="top_left", return_lse=True)
-    torch.testing.assert_close(a, b, atol=0, rtol=0)
-    torch.testing.assert_close(la, lb, atol=0, rtol=0)
-
-
-def test_causal_align_ignored_without_is_causal(gen):
-    q, k, v = rn(gen, 2, 3, 9, 8), rn(gen, 2, 3, 5, 8), rn(gen, 2, 3, 5, 8)
-    mask = torch.rand(9, 5, generator=gen) > 0.3
-    mask[:, 0] = True
-    for kw in ({}, dict(attn_mask=mask)):
-        expected = SDPA(q, k, v, **kw)
-        for align in ("top_left", "bottom_right"):
-            out = ffpa_attn.forward(q, k, v, causal_align=align, **kw)
-            torch.testing.assert_close(out, expected, atol=0, rtol=0)
-
-
-def test_causal_align_keeps_sdpa_mask_and_causal_rule(gen):
-    q, k, v = rn(gen, 2, 3, 4, 8), rn(gen, 2, 3, 5, 8), rn(gen, 2, 3, 5, 8)
-    with pytest.raises(ValueError, match="'attn_mask' and 'is_causal'"):
-        ffpa_attn.forward(q, k, v, attn_mask=torch.ones(4, 5, dtype=torch.bool), is_causal=True,
-                          causal_align="bottom_right")
-
-
-@pytest.mark.parametrize("case", list(ZERO_SIZE))
-def test_bottom_right_zero_size_inputs(gen, case):
-    qs, ks, vs = ZERO_SIZE[case]
-    q, k, v = rn(gen, *qs), rn(gen, *ks), rn(gen, *vs)
-    L, S = qs[-2], ks[-2]
-    keep = torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)
-    with sdpa_kernel(SDPBackend.MATH):  # never the default CPU kernel: H0 kills the process
-        expected = SDPA(q, k, v, attn_mask=keep)
-    out, lse = ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right",
-                                 return_lse=True)
-    assert out.shape == expected.shape and lse.shape == out.shape[:-1]
-    torch.testing.assert_close(out, expected, equal_nan=True)
-    if case == "S0":
-        assert torch.isneginf(lse).all()
-
-
-def test_bottom_right_fallback_autograd_matches_sdpa_with_mask(gen):
-    q = rn(gen, 2, 4, 9, 8).requires_grad_()
-    k = rn(gen, 2, 2, 5, 8).requires_grad_()
-    v = rn(gen, 2, 2, 5, 8).requires_grad_()
-    gout = rn(gen, 2, 4, 9, 8)
-    out = ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right", enable_gqa=True)
-    grads = torch.autograd.grad(out, (q, k, v), gout)
-    keep = torch.ones(9, 5, dtype=torch.bool).tril(diagonal=-4)
-    out_ref = SDPA(q, k, v, attn_mask=keep, enable_gqa=True)
-    for a, b in zip(grads, torch.autograd.grad(out_ref, (q, k, v), gout)):
-        torch.testing.assert_close(a, b)
-
-
-def test_bottom_right_strict_and_nested(gen):
-    q, k, v = rn(gen, 1, 2, 5, 8), rn(gen, 1, 2, 6, 8), rn(gen, 1, 2, 6, 8)
-    with pytest.raises(NotImplementedError, match="'cpu'"):
-        ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right", strict=True)
-    qn = torch.nested.nested_tensor([rn(gen, 2, 5, 8), rn(gen, 2, 3, 8)], layout=torch.jagged)
-    kn = torch.nested.nested_tensor([rn(gen, 2, 6, 8), rn(gen, 2, 4, 8)], layout=torch.jagged)
-    with pytest.raises(NotImplementedError, match="bottom_right"):
-        ffpa_attn.forward(qn, kn, kn, is_causal=True, causal_align="bottom_right")
-
-
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-def test_bottom_right_fallback_compile_fullgraph(gen, backend):
-    torch._dynamo.reset()
-
-    def fn(q, k, v):
-        return ffpa_attn.forward(q, k, v, is_causal=True, causal_align="bottom_right",
-                                 enable_gqa=True, return_lse=True)
-
-    q, k, v = rn(gen, 2, 4, 9, 8), rn(gen, 2, 2, 5, 8), rn(gen, 2, 2, 5, 8)
-    eager = fn(q, k, v)
-    compiled = torch.compile(fn, fullgraph=True, backend=backend)(q, k, v)
-    for a, b in zip(compiled, eager):
-        torch.testing.assert_close(a, b, atol=0, rtol=0)
 
 
 # ===================================================================== torch.compile
