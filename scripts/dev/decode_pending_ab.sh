@@ -37,7 +37,7 @@ for side in ${SIDES:-base merge}; do
   python3 tools/ptxas_report.py "$OUT/build_$side.log" | grep -i decode > "$OUT/ptxas_$side.md"
   if [ "$side" != base ] && [ "${TESTS:-1}" = 1 ]; then
     (cd tests && FFPA_EXPECT_EXTENSION=1 timeout 300 python3 -m pytest -q -p no:cacheprovider -x \
-       $(ls test_decode_merge_gpu.py 2>/dev/null) test_decode_splits.py test_decode_gpu.py test_decode_hopper_gpu.py \
+       $(ls test_decode_merge_gpu.py test_decode_mask_gpu.py 2>/dev/null) test_decode_splits.py test_decode_gpu.py test_decode_hopper_gpu.py \
        test_merge_states.py > "$OUT/pytest_$side.log" 2>&1
      echo "tests: $(tail -1 "$OUT/pytest_$side.log") (at $(( $(date +%s) - T0 )) s)"
      grep -E "^(FAILED|ERROR)" "$OUT/pytest_$side.log" | head -10
