@@ -4,12 +4,13 @@
 # order and reverses them at exit:
 #   merge: scripts/dev/decode_fused_merge.patch    the split-KV merge fused into the split kernels
 #   both:  + scripts/dev/decode_mask_prefetch.patch the mma.sync kernel's mask bits a tile ahead
-# For each side of SIDES (default "base merge"; a second call "both", on the same warm machine, so the
-# base figures of the first compare): a decode-only build at DIMS (default 128,576; bf16, sm_90a), on the
-# patched sides the decode GPU tests (the merge's own file first, -x) and memcheck / racecheck / synccheck
-# on scripts/sanitize_one.py's decode part, then scripts/dev/decode_merge_ab.py (masked calls too) into
-# $OUT/ab_<side>.txt. About 4-5 minutes a patched side, 2 for base.
-#   bash scripts/dev/decode_pending_ab.sh                # base + merge
+# For each side of SIDES (default "merge"; then "both" in a second call on the same warm machine, whose
+# masked figures against the first call's are the mask prefetch's A/B; "base" adds the unpatched tree):
+# a decode-only build at DIMS (default 128,576; bf16, sm_90a), on the patched sides the decode GPU tests
+# (the patches' own files first, -x) and memcheck / racecheck / synccheck on scripts/sanitize_one.py's
+# decode part, then scripts/dev/decode_merge_ab.py (masked calls too; "kernel" mode is the tree's merge
+# kernel, so the merge's A/B needs no base side) into $OUT/ab_<side>.txt. About 5 minutes a patched side.
+#   bash scripts/dev/decode_pending_ab.sh                # the fused merge
 #   SIDES="both" bash scripts/dev/decode_pending_ab.sh   # the mask prefetch on top
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,7 +22,7 @@ applied=()
 undo() { for ((i = ${#applied[@]} - 1; i >= 0; i--)); do git apply -R "${applied[$i]}"; done; }
 trap undo EXIT
 apply() { git apply "$1" || { echo "cannot apply $1"; exit 1; }; applied+=("$1"); }
-for side in ${SIDES:-base merge}; do
+for side in ${SIDES:-merge}; do
   case $side in
     base) ;;
     merge) [ ${#applied[@]} -ge 1 ] || apply scripts/dev/decode_fused_merge.patch ;;
