@@ -72,13 +72,13 @@ from bench_plot import (  # noqa: E402
     plot_deps_message,
     plot_title,
 )
-from bench_timing import (  # noqa: E402  (the old names: scripts/dev and tests use them)
+from bench_timing import (  # noqa: E402  (also under the old names, which tests and scripts/dev use)
     MAX_ROUNDS,
     MIN_ROUNDS,
+    l2_flusher as _l2_flusher,
+    time_interleaved as _time_interleaved,
+    timer_desc as _timer_desc,
 )
-from bench_timing import l2_flusher as _l2_flusher  # noqa: E402
-from bench_timing import time_interleaved as _time_interleaved  # noqa: E402
-from bench_timing import timer_desc as _timer_desc  # noqa: E402
 from bench_cli import (  # noqa: E402
     DEFAULT_KERNELS,
     MASK_BLOCK,

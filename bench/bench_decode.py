@@ -227,15 +227,15 @@ def run(args) -> int:
     import torch.nn.functional as F
 
     import ffpa_attn
-    from bench_timing import l2_flusher as _l2_flusher, time_interleaved as _time_interleaved
+    from bench_timing import l2_flusher, time_interleaved
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.attention.bias import causal_lower_right
 
-    flush = _l2_flusher()
+    flush = l2_flusher()
     dev = torch.cuda.get_device_name()
     rows = []
-    copy_ms, copy_gbps = copy_ceiling(torch, _time_interleaved, flush)
-    gemm_ms, gemm_tflops = gemm_ceiling(torch, _time_interleaved, flush)
+    copy_ms, copy_gbps = copy_ceiling(torch, time_interleaved, flush)
+    gemm_ms, gemm_tflops = gemm_ceiling(torch, time_interleaved, flush)
     rows.append({"kernel": "copy_ceiling", "ms": copy_ms, "gbps": copy_gbps, "bytes": 2 << 30})
     rows.append({"kernel": "gemm_ceiling", "ms": gemm_ms, "tflops": gemm_tflops, "M": 8192, "N": 8192, "K": 8192})
     print(f"{dev}: copy ceiling {copy_gbps:.0f} GB/s, bf16 GEMM ceiling {gemm_tflops:.0f} TFLOPS", flush=True)
@@ -274,7 +274,7 @@ def run(args) -> int:
                             continue  # this backend does not run the shape
                         fns.append(fn)
                         names.append(name)
-                times = _time_interleaved(fns, args.warmup, args.iters, flush=flush)
+                times = time_interleaved(fns, args.warmup, args.iters, flush=flush)
                 line = []
                 for name, ms in zip(names, times):
                     gbps = nbytes / (ms * 1e-3) / 1e9

@@ -97,12 +97,12 @@ def run(args) -> int:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import ffpa_attn
-    from bench_timing import l2_flusher as _l2_flusher, time_interleaved as _time_interleaved
+    from bench_timing import l2_flusher, time_interleaved
 
-    flush = _l2_flusher()
+    flush = l2_flusher()
     dev = torch.cuda.get_device_name()
     rows = []
-    gemm_ms, gemm_tflops = fp8_gemm_ceiling(torch, _time_interleaved, flush)
+    gemm_ms, gemm_tflops = fp8_gemm_ceiling(torch, time_interleaved, flush)
     rows.append({"kernel": "fp8_gemm_ceiling", "dtype": "float8_e4m3fn", "ms": gemm_ms, "tflops": gemm_tflops,
                  "M": 8192, "N": 8192, "K": 8192})
     print(f"{dev}: FP8 GEMM ceiling {gemm_tflops:.0f} TFLOPS", flush=True)
@@ -137,7 +137,7 @@ def run(args) -> int:
                     deq = [x.float() * d[..., None, None] for x, d in ((q8, qd), (k8, kd), (v8, vd))]
                     rmse["fp8"] = rel_rmse(fns[0](), F.scaled_dot_product_attention(*deq, is_causal=causal))
                     del deq
-                times = _time_interleaved(fns, args.warmup, args.iters, flush=flush)
+                times = time_interleaved(fns, args.warmup, args.iters, flush=flush)
                 flops = 4.0 * B * H * N * N * D * (0.5 if causal else 1.0)
                 line = []
                 for name, dt, ms in zip(names, dtypes, times):

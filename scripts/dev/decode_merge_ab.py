@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from bench import _l2_flusher, _time_interleaved  # noqa: E402
+from bench_timing import l2_flusher, time_interleaved  # noqa: E402
 
 import ffpa_attn  # noqa: E402
 import ffpa_attn._C as C  # noqa: E402
@@ -37,7 +37,7 @@ skipped = [s for s in shapes if ((s[4], s[5] if len(s) > 5 else s[4]) if len(s) 
 shapes = [s for s in shapes if s not in skipped]
 masked = os.environ.get("MASKED", "0") == "1"
 splits = [None] + [int(x) for x in os.environ.get("SPLITS", "").split(",") if x]
-flush = _l2_flusher()
+flush = l2_flusher()
 dt = torch.bfloat16
 print(torch.cuda.get_device_name(), "modes", MODES, "| not built, skipped:", skipped, flush=True)
 for shape in shapes:
@@ -73,7 +73,7 @@ for shape in shapes:
         if D <= 256:
             names.append("sdpa")
             fns.append(lambda m=m: sdpa(m))
-        t = _time_interleaved(fns, 10, 60, flush=flush)
+        t = time_interleaved(fns, 10, 60, flush=flush)
         set_mode("base")
         row = " ".join(f"{name}={gb / (x * 1e-3):6.0f}" for name, x in zip(names, t))
         us = " ".join(f"{name}={x * 1e3:.1f}" for name, x in zip(names, t))
