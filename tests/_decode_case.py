@@ -77,9 +77,10 @@ def run_case(B, Lq, Hq, Hkv, S, D, Dv, dtype, *, causal=False, lens=None, page=0
     return out, lse
 
 
-def compile_and_graph_replay(B, Hq, Hkv, D, Dv, seed, v_view_of_k=False):
+def compile_and_graph_replay(B, Hq, Hkv, D, Dv, seed, v_view_of_k=False, splits=None):
     """decode on a shuffled page pool (pages of 64, S = 1024) under torch.compile(fullgraph=True) (equal
-    to eager, to the bit) and captured in a CUDA graph, replayed with new queries and lengths."""
+    to eager, to the bit) and captured in a CUDA graph, replayed with new queries and lengths (twice: the
+    second replay must not see state the first left). splits: forced split count (None: auto)."""
     g = torch.Generator().manual_seed(seed)
     S, page = 1024, 64
     q = torch.randn(B, 1, Hq, D, generator=g).to(torch.bfloat16)
@@ -91,7 +92,7 @@ def compile_and_graph_replay(B, Hq, Hkv, D, Dv, seed, v_view_of_k=False):
     lens = torch.tensor([1024, 300, 1][:B], dtype=torch.int32, device="cuda")
 
     def step(qq, ll):
-        return ffpa_attn.decode(qq, pkc, pvc, cache_seqlens=ll, block_table=tc, return_lse=True)
+        return ffpa_attn.decode(qq, pkc, pvc, cache_seqlens=ll, block_table=tc, return_lse=True, num_splits=splits)
 
     eager = step(qc, lens)
     compiled = torch.compile(step, fullgraph=True)(qc, lens)
@@ -108,8 +109,10 @@ def compile_and_graph_replay(B, Hq, Hkv, D, Dv, seed, v_view_of_k=False):
     new_lens = torch.tensor([5, 1024, 640][:B], dtype=torch.int32)
     static_q.copy_(new_q.cuda())
     static_lens.copy_(new_lens.cuda())
-    graph.replay()
-    torch.cuda.synchronize()
     want, want_lse = reference(new_q.double(), k.double(), v.double(), new_lens, False)
-    torch.testing.assert_close(out_g.cpu().double(), want, **TOL[torch.bfloat16])
-    torch.testing.assert_close(lse_g.cpu().double(), want_lse, **LSE_TOL)
+    for _ in range(2):
+        out_g.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out_g.cpu().double(), want, **TOL[torch.bfloat16])
+        torch.testing.assert_close(lse_g.cpu().double(), want_lse, **LSE_TOL)

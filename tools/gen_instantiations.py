@@ -95,7 +95,7 @@ def generate(out: Path, head_dims: list[int] | None, dtypes: list[str], archs: l
         head = (f"    {{Op::k{f.op.capitalize()}, DType::{DTYPES[dt].enum}, {f.enum}, {f.level}, {ACCS[acc][0]}, "
                 f"{d}, {dv}, {exact_cc}, {f.priority}, {'true' if f.auto == 'first' else 'false'}, ")
         if f.op == "decode":
-            return head + f"nullptr, &{lt}::info, nullptr, &{lt}::run, &{lt}::splits, \"{f.name}\"}},"
+            return head + f"nullptr, &{lt}::info, nullptr, &{lt}::run, &{lt}::plan, \"{f.name}\"}},"
         ws = f"&{lt}::workspace_bytes" if f.workspace else "nullptr"
         return head + f"&{lt}::run, &{lt}::info, {ws}, nullptr, nullptr, \"{f.name}\"}},"
     entries = "\n".join(entry(*it) for it in items)

@@ -1,8 +1,11 @@
-// Definition of the split-KV decode launcher: the split count (launch/heuristics.h), the
-// shared-memory opt-in, the split kernel's grid (row tiles x splits, KV heads, batch) and the
-// merge (decode_merge_launch.cuh). Included only by the generated instantiation files.
+// Definition of the split-KV decode launcher: the split count and the merge's form
+// (launch/heuristics.h), the shared-memory opt-in, the split kernel's grid (row tiles x splits, KV
+// heads, batch) and the merge (fused into the split kernel, or decode_merge_launch.cuh). Included
+// only by the generated instantiation files.
 #pragma once
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include "ffpa/constants.h"
 #include "ffpa/kernels/decode_sm80.cuh"
@@ -60,6 +63,18 @@ struct DecodeLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     return choose_decode_splits(base, key_tiles, per_sm, num_sms(), p.seqlens != nullptr && p.batch > 1,
                                 p.mask != nullptr);
   }
+  // The split count (as asked, else auto) within the variant's key tiles, and the merge's form.
+  template <bool kShared>
+  static DecodePlan plan(const DecodeParams& p) {
+    using V = Variant<kShared>;
+    const int key_tiles = (p.len_kv + V::Traits::kBlockN - 1) / V::Traits::kBlockN;
+    DecodePlan out;
+    out.splits = std::max(1, std::min(p.num_splits > 0 ? p.num_splits : splits<kShared>(p), std::max(key_tiles, 1)));
+    const int rows = std::min(Traits::kRows, (p.heads_q / p.heads_kv) * p.len_q);
+    out.fused_merge = decode_fused_merge(rows, kHeadDimV, out.splits, V::Traits::kThreads, kFusedMergeBatch,
+                                         kFusedMergeUnitsSync, decode_merge());
+    return out;
+  }
   template <bool kShared>
   static cudaError_t launch(const DecodeParams& p, cudaStream_t stream) {
     using V = Variant<kShared>;
@@ -114,11 +129,11 @@ cudaError_t DecodeLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages, b
 }
 
 template <typename Element, int kHeadDim, int kHeadDimV>
-int DecodeLauncher<Element, kHeadDim, kHeadDimV>::splits(DecodeParams p) {
-  if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0) return 1;
+DecodePlan DecodeLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) {
+  if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0 || p.len_q <= 0) return {};
   if constexpr (Impl::kHasShared)
-    if (Impl::shared_kv(p)) return Impl::template splits<true>(p);
-  return Impl::template splits<false>(p);
+    if (Impl::shared_kv(p)) return Impl::template plan<true>(p);
+  return Impl::template plan<false>(p);
 }
 
 template <typename Element, int kHeadDim, int kHeadDimV>
@@ -129,7 +144,7 @@ cudaError_t DecodeLauncher<Element, kHeadDim, kHeadDimV>::run(DecodeParams p, cu
     err = Impl::shared_kv(p) ? Impl::template launch<true>(p, stream) : Impl::template launch<false>(p, stream);
   else
     err = Impl::template launch<false>(p, stream);
-  if (err != cudaSuccess || p.num_splits == 1) return err;
+  if (err != cudaSuccess || p.num_splits == 1 || p.merge_counters != nullptr) return err;  // one split, or merged in it
   return launch_decode_merge<Element, kHeadDimV>(p, stream);
 }
 

@@ -122,7 +122,7 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
       const dim3 grid(static_cast<unsigned>(blocks_x), p.heads_kv, p.batch);
       fn<<<grid, NarrowTraits::kThreads, NarrowTraits::kSmemBytes, stream>>>(p, maps);
       err = cudaGetLastError();
-      if (err != cudaSuccess || p.num_splits == 1) return err;
+      if (err != cudaSuccess || p.num_splits == 1 || p.merge_counters != nullptr) return err;  // merged in the kernel
       return launch_decode_merge<Element, kHeadDimV>(p, stream);
     }
     return cudaErrorNotSupported;
@@ -139,6 +139,7 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     const auto fn = kernel();
     cudaError_t err = opt_in_smem(fn, Traits::kSmemBytes, opted_in);
     if (err != cudaSuccess) return err;
+    // (this kernel has no fused merge: plan() never asks for one, and merge_counters is not read)
     fn<<<static_cast<unsigned>(blocks), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
     err = cudaGetLastError();
     if (err != cudaSuccess || p.num_splits == 1) return err;
@@ -157,17 +158,27 @@ cudaError_t DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages,
   return ws_pipeline_info<Traits>(k, Impl::kernel(), query_attributes, out);
 }
 
-// One block per SM (the kernel's shared memory), 128-key tiles.
+// One block per SM (the kernels' shared memory); the narrow kernel's 64-key tiles (its merge fused
+// where decode_fused_merge says), the 64-row kernel's 128-key tiles (the merge kernel always).
 template <typename Element, int kHeadDim, int kHeadDimV>
-int DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::splits(DecodeParams p) {
+DecodePlan DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) {
+  DecodePlan out;
   if (Impl::takes_narrow(p)) {
     const int key_tiles = (p.len_kv + Impl::NarrowTraits::kBlockN - 1) / Impl::NarrowTraits::kBlockN;
-    return choose_decode_splits(static_cast<int64_t>(Impl::narrow_row_blocks(p)) * p.heads_kv * p.batch, key_tiles, 1,
-                                num_sms());
+    const int s = p.num_splits > 0 ? p.num_splits
+                                   : choose_decode_splits(static_cast<int64_t>(Impl::narrow_row_blocks(p)) * p.heads_kv *
+                                                              p.batch, key_tiles, 1, num_sms());
+    out.splits = std::max(1, std::min(s, std::max(key_tiles, 1)));
+    const int rows = static_cast<int>(std::min<int64_t>(Impl::NarrowTraits::kRows, Impl::packed_rows(p)));
+    out.fused_merge = decode_fused_merge(rows, kHeadDimV, out.splits, 32 * Impl::NarrowTraits::kConsumerWarps,
+                                         kFusedMergeBatch, kFusedMergeUnitsNarrow, decode_merge());
+    return out;
   }
-  if (!Impl::takes(p)) return Impl::Fallback::splits(p);
+  if (!Impl::takes(p)) return Impl::Fallback::plan(p);
   const int key_tiles = (p.len_kv + Impl::Traits::kBlockN - 1) / Impl::Traits::kBlockN;
-  return choose_decode_splits(Impl::base_blocks(p), key_tiles, 1, num_sms());
+  const int s = p.num_splits > 0 ? p.num_splits : choose_decode_splits(Impl::base_blocks(p), key_tiles, 1, num_sms());
+  out.splits = std::max(1, std::min(s, std::max(key_tiles, 1)));
+  return out;
 }
 
 template <typename Element, int kHeadDim, int kHeadDimV>

@@ -6,6 +6,7 @@
 
 #include "ffpa/traits/ffpa_traits.h"
 #include "ffpa/params.h"
+#include "launch/heuristics.h"
 
 namespace ffpa::launch {
 
@@ -27,6 +28,12 @@ enum class Family : int { kFfpa = 0, kFa2 = 1, kDecode = 2, kFp8 = 3 };
 enum class Fa2Mma : int { kAuto = 0, kSync = 1, kWgmma = 2 };
 void set_fa2_mma(Fa2Mma mode);
 Fa2Mma fa2_mma();
+
+// The split-KV merge, process-wide (launch/heuristics.h DecodeMerge): kAuto lets the decode
+// launchers choose per call, kFused / kKernel force one form where the kernel has it (tests and
+// benchmarks compare the two).
+void set_decode_merge(DecodeMerge mode);
+DecodeMerge decode_merge();
 
 // How one launch is cut, as the kernel will see it; registers/local memory filled on request.
 struct KernelInfo {
@@ -59,7 +66,16 @@ using RunFn = cudaError_t (*)(FwdParams, cudaStream_t);
 using InfoFn = cudaError_t (*)(int num_stages, bool query_attributes, KernelInfo*);
 using WorkspaceFn = int64_t (*)(FwdParams);  // fp32 workspace bytes run() needs (-1: error)
 using DecodeRunFn = cudaError_t (*)(DecodeParams, cudaStream_t);
-using DecodeSplitsFn = int (*)(DecodeParams);  // the auto split count for these sizes
+// How a decode call runs, decided by its launcher for these sizes on the current device
+// (launch/heuristics.h): the split count (params.num_splits where the caller forces one, else the
+// auto count; at most the key tiles of the kernel that runs) and whether the splits' merge is fused
+// into the split kernel (the caller then passes zeroed DecodeParams::merge_counters) or is a second
+// kernel.
+struct DecodePlan {
+  int splits = 1;
+  bool fused_merge = false;
+};
+using DecodePlanFn = DecodePlan (*)(DecodeParams);
 struct RegistryEntry {
   Op op;
   DType dtype;
@@ -75,7 +91,7 @@ struct RegistryEntry {
   InfoFn info;
   WorkspaceFn workspace;  // null: none needed
   DecodeRunFn decode_run = nullptr;        // decode family
-  DecodeSplitsFn decode_splits = nullptr;  // decode family
+  DecodePlanFn decode_plan = nullptr;      // decode family
   const char* name = "";                   // the family's name in ffpa_attn/_spec.py ("fa2", "ffpa_l1", ...)
 };
 const RegistryEntry* registry_begin();

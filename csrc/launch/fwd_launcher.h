@@ -57,8 +57,9 @@ struct DecodeLauncher {
   // by the caller for p.num_splits).
   static cudaError_t run(DecodeParams params, cudaStream_t stream);
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
-  // The split count auto calls use for these sizes on the current device (launch/heuristics.h).
-  static int splits(DecodeParams params);
+  // The split count (auto where params.num_splits is 0) and the merge's form for these sizes on
+  // the current device (launch/heuristics.h).
+  static DecodePlan plan(DecodeParams params);
 };
 
 // Split-KV decode on Hopper (kernels/decode_sm90_ws.cuh, sm_90a builds): the wgmma + TMA kernel for
@@ -68,7 +69,7 @@ struct DecodeWsLauncher {
   struct Impl;
   static cudaError_t run(DecodeParams params, cudaStream_t stream);
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
-  static int splits(DecodeParams params);
+  static DecodePlan plan(DecodeParams params);
 };
 
 }  // namespace ffpa::launch

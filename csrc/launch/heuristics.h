@@ -3,6 +3,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 namespace ffpa::launch {
 
 
@@ -181,6 +183,29 @@ constexpr int kDecodeNarrowMaxRows = 32;
 // few rows with many splits would otherwise leave the GPU idle (B=1 S=131072 32/8 D=128, 32 units
 // of 49 splits: 8.1 us with a warp per unit).
 constexpr int64_t kMergeWarpUnitsMin = 1024;
+
+// The merge fused into the split kernel (kernels/decode_merge.cuh: the last split block of each row
+// block merges it) or the second kernel above. Fused saves that kernel's launch and the drain and fill
+// between the two kernels (the merge measured 3-4 us a call, session 13; the MLA 16/1 call lost ~9 us of
+// ~93 to the merge and the gap before it, session 16), but one block then does its row block's whole
+// merge: rows x Dv / 4 units over its threads, `units_at_once` a thread at a time, the splits read
+// `batch` at a time, each round of loads a trip to L2 after the block's own work. Fused where that is at
+// most kFusedMergeMaxRounds rounds per thread: D = 128 GQA (4 rows, 6 splits: one round), the
+// repeated-heads static-cache step (one row): yes; MLA 16/1 (16 rows x 512 columns over 128 threads, two
+// units at once: 8 rounds), a batch of one with 49 splits (7 rounds): no.
+// NOT YET MEASURED (written without a GPU, session 23): scripts/dev/decode_pending_ab.sh runs the
+// A/B that sets the threshold; until then it is a first guess.
+enum class DecodeMerge : int { kAuto = 0, kFused = 1, kKernel = 2 };
+constexpr int kFusedMergeMaxRounds = 2;
+inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int batch, int units_at_once,
+                               DecodeMerge mode) {
+  if (splits <= 1 || mode == DecodeMerge::kKernel) return false;
+  if (mode == DecodeMerge::kFused) return true;
+  const int64_t units = static_cast<int64_t>(rows) * (head_dim_v / 4);
+  const int64_t per_round = static_cast<int64_t>(threads) * units_at_once;
+  const int64_t rounds = (units + per_round - 1) / per_round * ((splits + batch - 1) / batch);
+  return rounds <= kFusedMergeMaxRounds;
+}
 
 }  // namespace ffpa::launch
 

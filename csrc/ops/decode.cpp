@@ -1,14 +1,19 @@
 // The decode op: a few query rows against a KV cache (contiguous or paged, per-sequence lengths).
-// Argument checks, output and workspace allocation, the split count, tensors -> DecodeParams and
-// cudaError_t -> TORCH_CHECK. Nothing here reads device memory, so the op can be captured in a
+// Argument checks, output and workspace allocation (the splits' partials, the fused merge's
+// counters), the launcher's plan, tensors -> DecodeParams and cudaError_t -> TORCH_CHECK. Nothing here reads device memory, so the op can be captured in a
 // CUDA graph; values inside cache_seqlens / block_table are the caller's contract (the Python
 // layer checks them under FFPA_DEBUG_CHECKS=1, the kernel clamps lengths to the cache).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "ffpa/constants.h"
 #include "generated/spec.h"
@@ -34,6 +39,46 @@ void check_index(const at::Tensor& t, const char* name, int64_t dims, const char
               shape(t.sizes()));
   TORCH_CHECK(t.stride(-1) == 1 || t.size(-1) <= 1, kOp, ": `", name, "` must have a contiguous last dimension, got stride ",
               num(t.stride(-1)));
+}
+
+// Arrival counters of the fused merge (DecodeParams::merge_counters), at least n: zero before a
+// launch, and the kernel leaves them zero (each row block's last split resets its own). Eager calls
+// share one buffer per (device, stream): calls on one stream run in launch order, so theirs never
+// overlap, and streams never share one. That buffer comes from cudaMalloc, not torch's allocator:
+// torch.compile's CUDA-graph trees run their warm-up calls with the stream's allocations routed into
+// the graph's pool and fail on any block there that outlives the call (so does a user's
+// torch.cuda.use_mem_pool block). It is zeroed on the stream when made; a grown one replaces it and
+// the old one is left allocated (sizes double, so at most twice the largest), since freeing it would
+// need the kernels still reading it to finish. A call being captured into a CUDA graph gets a buffer
+// of its own (`keep`, a zero fill in the graph, the graph's pool keeps it): the graph may be replayed
+// on any stream, beside eager calls. nullptr (no buffer could be made): the launcher merges in a
+// second kernel instead.
+int* merge_counters(int64_t n, const at::Tensor& q, cudaStream_t stream, at::Tensor& keep) {
+  if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) {
+    keep = at::zeros({n}, q.options().dtype(at::kInt));
+    return keep.data_ptr<int>();
+  }
+  struct Buffer {
+    int* ptr = nullptr;
+    int64_t size = 0;
+  };
+  static std::mutex mu;
+  // Never destroyed: no CUDA frees while the process tears down.
+  static auto* buffers = new std::map<std::pair<int, cudaStream_t>, Buffer>();
+  const std::lock_guard<std::mutex> lock(mu);
+  Buffer& b = (*buffers)[{static_cast<int>(q.get_device()), stream}];
+  if (b.size < n) {
+    const int64_t size = std::max<int64_t>({n, 2 * b.size, 4096});
+    void* ptr = nullptr;
+    if (cudaMalloc(&ptr, size * sizeof(int)) != cudaSuccess ||
+        cudaMemsetAsync(ptr, 0, size * sizeof(int), stream) != cudaSuccess) {
+      (void)cudaGetLastError();  // clear it: the call goes on with the merge kernel
+      if (ptr != nullptr) (void)cudaFree(ptr);
+      return nullptr;
+    }
+    b = Buffer{static_cast<int*>(ptr), size};
+  }
+  return b.ptr;
 }
 
 }  // namespace
@@ -118,23 +163,21 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
     lse.fill_(-INFINITY);
     return {out, lse};
   }
-  launch::KernelInfo info;
-  cudaError_t err = kernel->info(0, false, &info);
-  TORCH_CHECK(err == cudaSuccess, kOp, ": no launch configuration: ", cudaGetErrorString(err));
-  const int64_t splits = num_splits > 0 ? num_splits : kernel->decode_splits(p);  // the heuristic only for auto
-  const int64_t key_tiles = (capacity + info.block_n - 1) / info.block_n;
-  p.num_splits = static_cast<int>(std::max<int64_t>(1, std::min(splits, key_tiles)));
+  p.num_splits = static_cast<int>(num_splits);  // 0: the launcher's auto count (the heuristic only for auto)
+  const launch::DecodePlan plan = kernel->decode_plan(p);
+  p.num_splits = std::max(1, plan.splits);
 
-  at::Tensor o_part, lse_part;  // the splits' partials, kept alive until the kernels are enqueued
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(q.get_device()).stream();
+  at::Tensor o_part, lse_part, counters;  // the splits' partials, kept alive until the kernels are enqueued
   if (p.num_splits > 1) {
     const int64_t rows = (Hq / Hkv) * Lq;
     lse_part = at::empty({p.num_splits, B, Hkv, rows}, opts.dtype(at::kFloat));
     o_part = at::empty({p.num_splits, B, Hkv, rows, Dv}, opts.dtype(at::kFloat));
     p.o_part = o_part.data_ptr<float>();
     p.lse_part = lse_part.data_ptr<float>();
+    if (plan.fused_merge) p.merge_counters = merge_counters(B * Hkv * rows, q, stream, counters);  // >= the row blocks
   }
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(q.get_device()).stream();
-  err = kernel->decode_run(p, stream);
+  const cudaError_t err = kernel->decode_run(p, stream);
   TORCH_CHECK(err == cudaSuccess, kOp, ": kernel launch failed: ", cudaGetErrorString(err));
   return {out, lse};
 }

@@ -185,6 +185,30 @@ std::string get_fa2_mma() {
   }
 }
 
+// The split-KV merge's form (launch/heuristics.h DecodeMerge): "auto", "fused" or "kernel".
+void set_decode_merge(const std::string& mode) {
+  using ffpa::launch::DecodeMerge;
+  if (mode == "auto") ffpa::launch::set_decode_merge(DecodeMerge::kAuto);
+  else if (mode == "fused") ffpa::launch::set_decode_merge(DecodeMerge::kFused);
+  else if (mode == "kernel") ffpa::launch::set_decode_merge(DecodeMerge::kKernel);
+  else throw py::value_error("set_decode_merge: `mode` must be 'auto', 'fused' or 'kernel', got '" + mode + "'");
+}
+
+std::string get_decode_merge() {
+  switch (ffpa::launch::decode_merge()) {
+    case ffpa::launch::DecodeMerge::kFused: return "fused";
+    case ffpa::launch::DecodeMerge::kKernel: return "kernel";
+    default: return "auto";
+  }
+}
+
+// Whether an auto-merge decode call fuses its merge (launch/heuristics.h), for explicit sizes (units:
+// how many a thread merges at once, 1 in the mma.sync kernel, 2 in the narrow one).
+bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int units) {
+  return ffpa::launch::decode_fused_merge(rows, head_dim_v, splits, threads, ffpa::kFusedMergeBatch, units,
+                                          ffpa::launch::DecodeMerge::kAuto);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -206,5 +230,11 @@ PYBIND11_MODULE(_C, m) {
         "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
         "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)");
   m.def("get_fa2_mma", &get_fa2_mma, "The FA-2 tensor-core path set by set_fa2_mma");
+  m.def("set_decode_merge", &set_decode_merge, py::arg("mode"),
+        "Split-KV decode's merge, process-wide: 'auto' (fused into the split kernel where the launcher's "
+        "heuristic says, else the merge kernel), 'fused' (wherever the kernel has it) or 'kernel'");
+  m.def("get_decode_merge", &get_decode_merge, "The split-KV merge's form set by set_decode_merge");
+  m.def("decode_fused_merge", &decode_fused_merge, py::arg("rows"), py::arg("head_dim_v"), py::arg("splits"),
+        py::arg("threads"), py::arg("units") = 1, "Whether an auto decode call fuses its merge (csrc/launch/heuristics.h), for explicit sizes");
   if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();
 }

@@ -1,7 +1,6 @@
-"""Dev A/B of the split-KV merge's two forms (scripts/dev/decode_fused_merge.patch applied:
-ffpa_attn._C.set_decode_merge, "kernel" = the second kernel, "fused" = the last split block of each row
-block merges, "auto" = the launcher's heuristic, launch/heuristics.h decode_fused_merge; on a build
-without the patch the one mode "base") beside SDPA's best backend: the bench's interleaved timer (L2
+"""Dev A/B of the split-KV merge's two forms (ffpa_attn._C.set_decode_merge: "kernel" = the second
+kernel, "fused" = the last split block of each row block merges, "auto" = the launcher's heuristic, launch/heuristics.h decode_fused_merge; on a build
+without the setter the one mode "base") beside SDPA's best backend: the bench's interleaved timer (L2
 flushed, medians); GB/s of K/V covered and us per call. Shapes 'B,S,Hq,Hkv[,D[,Dv]]' (bf16, Lq 1,
 contiguous; D/Dv 576/512 is MLA's single cache, V a view of K, no SDPA). MASKED=1 adds forward() with a
 (B, 1, 1, S) key-padding mask (the Hugging Face static cache's step; the merge modes apply there too).

@@ -14,4 +14,13 @@ constexpr float kLn2 = 0.6931471805599453f;
 // routes calls beyond it to SDPA (ffpa_attn/_routing.py reads it from build_info()["limits"]).
 constexpr int kMaxGridYZ = 65535;
 
+// The fused split-KV merge (kernels/decode_merge.cuh decode_merge_rows) reads a row's splits this
+// many at a time, for a number of (row, 4 columns) units a thread at once: 2 in the narrow MLA kernel
+// (one block per SM, registers to spare: 153 -> 192 with it), 1 in the mma.sync kernel (two units took
+// its D = 128 variant with the mask prefetch to 169 registers, one past what keeps 3 blocks per SM).
+// The launchers' choice of that merge (launch/heuristics.h) counts its rounds.
+constexpr int kFusedMergeBatch = 8;
+constexpr int kFusedMergeUnitsNarrow = 2;
+constexpr int kFusedMergeUnitsSync = 1;
+
 }  // namespace ffpa

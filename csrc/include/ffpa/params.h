@@ -99,6 +99,11 @@ struct DecodeParams : AttnParams {
   // (base 2) [splits][B][Hkv][rows], rows = group * len_q.
   float* o_part;
   float* lse_part;
+  // num_splits > 1, the merge fused into the split kernel (kernels/decode_merge.cuh,
+  // decode_split_arrive): one arrival counter per row block [B][Hkv][row blocks], zero before the
+  // launch and left zero after it (the last block of a row block resets its own); null: the
+  // separate merge kernel combines the partials.
+  int* merge_counters;
 };
 
 // V is the first Dv columns of K, read through the same pointer and strides (MLA's single cache):

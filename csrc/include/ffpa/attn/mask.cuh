@@ -45,6 +45,31 @@ __device__ __forceinline__ float mask_log2(const MaskRef& m, int row, int col) {
   return m.kind == MaskKind::kBool ? x : x * kLog2e;
 }
 
+// The same in two steps, so a kernel can issue a tile's loads early and convert the values where it
+// uses them (a load's latency then hides behind whatever runs in between): the element's raw bits
+// (bool 0/1, the 16 bits of a half or bfloat16, the 32 of a float), and the base-2 additive value of
+// such bits. mask_neutral_bits(kind) converts to 0 (for a key or row outside the mask).
+__device__ __forceinline__ uint32_t mask_bits(const MaskRef& m, int row, int col) {
+  const int64_t i = row * m.row_stride + col * m.col_stride;
+  switch (m.kind) {
+    case MaskKind::kBool: return reinterpret_cast<const uint8_t*>(m.base)[i];
+    case MaskKind::kFloat16:
+    case MaskKind::kBFloat16: return reinterpret_cast<const uint16_t*>(m.base)[i];
+    default: return reinterpret_cast<const uint32_t*>(m.base)[i];
+  }
+}
+
+__host__ __device__ __forceinline__ uint32_t mask_neutral_bits(MaskKind kind) { return kind == MaskKind::kBool ? 1u : 0u; }
+
+__device__ __forceinline__ float mask_bits_log2(MaskKind kind, uint32_t bits) {
+  switch (kind) {
+    case MaskKind::kBool: return bits != 0u ? 0.f : -CUDART_INF_F;
+    case MaskKind::kFloat16: return __half2float(__ushort_as_half(static_cast<unsigned short>(bits))) * kLog2e;
+    case MaskKind::kBFloat16: return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(bits))) * kLog2e;
+    default: return __uint_as_float(bits) * kLog2e;
+  }
+}
+
 // The additive base-2 mask values of one accumulator quad: (row, col), (row, col + 1),
 // (row + 8, col), (row + 8, col + 1); 0 outside [0, len_q) x [0, len_kv).
 __device__ __forceinline__ float4 mask_quad_log2_inline(const FwdParams& p, int batch, int head, int row, int col) {

@@ -1,6 +1,7 @@
-// The second kernel of split-KV decode: the splits' normalised fp32 partials and base-2 LSEs
+// The merge of split-KV decode: the splits' normalised fp32 partials and base-2 LSEs
 // (DecodeParams::o_part / lse_part, written by the split kernels) merged into the output and its
-// natural-log LSE, with the merge weights and guards of attn/state.cuh.
+// natural-log LSE, with the merge weights and guards of attn/state.cuh; by a second kernel
+// (decode_merge_kernel) or, fused, by the last split block of each row block (decode_merge_rows).
 #pragma once
 #include <cstdint>
 #include <math_constants.h>
@@ -134,6 +135,118 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(DecodeParam
   }
   if (lane == 0 && cb == 0 && p.lse != nullptr)
     p.lse[(static_cast<int64_t>(batch) * p.heads_q + hq) * p.len_q + lq] = sum > 0.f ? (mx + __log2f(sum)) * kLn2 : -CUDART_INF_F;
+}
+
+// ---- the merge fused into the split kernels (DecodeParams::merge_counters) ------------------
+//
+// No second kernel: each split block, once its partial rows (or zeros and LSE -inf for an empty key
+// range) are stored, counts itself in on its row block's counter; the block whose count completes
+// num_splits merges the row block's partials of every split. Ordering (the threadfence-reduction
+// pattern): every thread fences its stores, a block barrier, then one thread's atomic add; the last
+// block's thread fences again (acquire) before the barrier that lets its threads read the other
+// splits' partials (loads through L2, `ld.global.cg`), and resets the counter to 0, so the op's
+// counters are zero again for the next launch on the stream (launch order separates calls).
+//
+//   split block s of row block r:  store partial_s -> fence -> barrier -> [t0] n = atom.add(c_r, 1)
+//                                   n == splits - 1 ? [t0] fence, c_r = 0 -> barrier -> merge r
+//
+// `sync` is the barrier over the `threads` that remain (the narrow kernel's producer warp has left:
+// a named barrier of its consumer warpgroup); `flag` is a shared int no thread reads before it.
+template <typename Sync>
+__device__ __forceinline__ bool decode_split_arrive(const DecodeParams& p, int64_t row_block, int tid, int* flag,
+                                                    Sync sync) {
+  __threadfence();  // this thread's partial stores, before the count below (release)
+  sync();
+  if (tid == 0) {
+    int* counter = p.merge_counters + row_block;
+    const bool last = atomicAdd(counter, 1) == p.num_splits - 1;
+    if (last) {
+      __threadfence();  // the other splits' partials, after their counts (acquire)
+      atomicExch(counter, 0);
+    }
+    *flag = last ? 1 : 0;
+  }
+  sync();
+  return *flag != 0;
+}
+
+// The last split block's merge of its row block: n_rows rows (row_of(j): the packed row of the
+// block's row j, or -1 past the last) in (row, 4 columns) units, kUnits units a thread at a time
+// (units u, u + kThreads, ...: their loads in flight together), the splits' LSEs and partials
+// loaded kFusedMergeBatch at a time and folded online (the max moves, the sums rescale: the weights of
+// merge_weight against the running max). Writes what the merge kernel writes: the output in its
+// dtype and the natural-log LSE. The rows row_of() keeps are a prefix of the block's (both callers:
+// rows past the last query position or packed row come last), so a thread stops at its first unit
+// past them.
+template <typename Element, int kHeadDimV, int kThreads, int kUnits, typename RowOf>
+__device__ __forceinline__ void decode_merge_rows(const DecodeParams& p, int batch, int head_kv, int n_rows, RowOf row_of,
+                                                  int tid) {
+  static_assert(kHeadDimV % 4 == 0, "a unit is 4 output columns");
+  static_assert(kUnits >= 1, "at least one unit a thread");
+  constexpr int kQuads = kHeadDimV / 4, kU = kUnits, kB = kFusedMergeBatch;
+  const int group = p.heads_q / p.heads_kv;
+  const int rows = group * p.len_q;
+  const int n_units = n_rows * kQuads;
+  const int64_t split_stride = static_cast<int64_t>(p.batch) * p.heads_kv * rows;
+  const int64_t item0 = (static_cast<int64_t>(batch) * p.heads_kv + head_kv) * rows;
+  for (int u0 = tid; u0 < n_units; u0 += kU * kThreads) {
+    int row[kU], c[kU];
+#pragma unroll
+    for (int k = 0; k < kU; ++k) {
+      const int u = u0 + k * kThreads;
+      row[k] = u < n_units ? row_of(u / kQuads) : -1;
+      c[k] = 4 * (u % kQuads);
+    }
+    if (row[0] < 0) break;  // past the block's last row: so are this thread's later units
+    float m[kU], l[kU];
+    float4 acc[kU];
+#pragma unroll
+    for (int k = 0; k < kU; ++k) m[k] = -CUDART_INF_F, l[k] = 0.f, acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < p.num_splits; s0 += kB) {
+      float lse[kU][kB];
+      float4 x[kU][kB];
+#pragma unroll
+      for (int k = 0; k < kU; ++k)
+#pragma unroll
+        for (int b = 0; b < kB; ++b) {
+          const bool in = row[k] >= 0 && s0 + b < p.num_splits;
+          const int64_t at = static_cast<int64_t>(s0 + b) * split_stride + item0 + (in ? row[k] : 0);
+          lse[k][b] = in ? __ldcg(p.lse_part + at) : -CUDART_INF_F;
+          x[k][b] = in ? __ldcg(reinterpret_cast<const float4*>(p.o_part + at * kHeadDimV + c[k]))
+                       : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+      for (int k = 0; k < kU; ++k) {
+        float mb = m[k];
+#pragma unroll
+        for (int b = 0; b < kB; ++b) mb = fmaxf(mb, lse[k][b]);
+        const float alpha = attn::merge_weight(m[k], mb);  // 0 while nothing was folded (m = -inf)
+        acc[k].x *= alpha, acc[k].y *= alpha, acc[k].z *= alpha, acc[k].w *= alpha;
+        l[k] *= alpha;
+#pragma unroll
+        for (int b = 0; b < kB; ++b) {
+          const float w = attn::merge_weight(lse[k][b], mb);
+          acc[k].x += w * x[k][b].x, acc[k].y += w * x[k][b].y, acc[k].z += w * x[k][b].z, acc[k].w += w * x[k][b].w;
+          l[k] += w;
+        }
+        m[k] = mb;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kU; ++k) {
+      if (row[k] < 0) continue;
+      const int lq = row[k] / group, hq = head_kv * group + row[k] % group;
+      const float inv = attn::inv_row_sum(l[k]);
+      Element* o = static_cast<Element*>(p.o) + batch * p.o_batch_stride + lq * p.o_row_stride + hq * p.o_head_stride;
+      uint2 packed;
+      packed.x = Numeric<Element>::pack2(acc[k].x * inv, acc[k].y * inv);
+      packed.y = Numeric<Element>::pack2(acc[k].z * inv, acc[k].w * inv);
+      *reinterpret_cast<uint2*>(o + c[k]) = packed;
+      if (c[k] == 0 && p.lse != nullptr)
+        p.lse[(static_cast<int64_t>(batch) * p.heads_q + hq) * p.len_q + lq] =
+            l[k] > 0.f ? (m[k] + __log2f(l[k])) * kLn2 : -CUDART_INF_F;
+    }
+  }
 }
 
 }  // namespace ffpa::kernels

@@ -4,7 +4,8 @@
 // Grid: (m-tiles x splits, Hkv, B). A block packs 16 query rows of one KV head (GQA: every query
 // head of the KV head times Lq, so each K/V byte is read once per 16 rows) and walks one key range
 // of its sequence; with more than one split it writes a normalised fp32 partial and its LSE, and
-// decode_merge_kernel (kernels/decode_merge.cuh) combines them (the merge of attn/state.cuh).
+// decode_merge_kernel (kernels/decode_merge.cuh) combines them (the merge of attn/state.cuh), or,
+// with merge_counters, the last split block of each row block does (decode_merge_rows).
 //
 // Inside a block the warps (4, or 8 for Dv > 512) split each KV tile (64 keys; 32 with shared K/V)
 // for S = Q K^T (warp w: block_n / warps keys, full head dim) and the output columns for O += P V (warp w: its share of every
@@ -20,6 +21,7 @@
 
 #include "ffpa/attn/mask.cuh"
 #include "ffpa/attn/state.cuh"
+#include "ffpa/kernels/decode_merge.cuh"
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/ldmatrix.cuh"
@@ -308,34 +310,42 @@ struct DecodeFwd {
     return m;
   }
 
-  // The base-2 additive mask of this warp's scores of the tile at n0 (0 without a mask), read at
-  // the start of the tile so the loads' latency hides behind the tile's Q K^T.
-  static __device__ __forceinline__ void load_mask(const DecodeParams& p, const MaskRows& m, int n0, int n_end,
-                                                   int warp, int t4, float (&madd)[kSNTiles][4]) {
+  // The raw mask bits of this warp's scores of the tile at n0 (attn::mask_bits: loads only; the
+  // neutral value where there is no mask, the row pads or the key is past the range), issued a
+  // tile ahead of their use so the loads' latency hides behind a whole tile (at the start of the
+  // tile itself it stood between the tile's Q K^T and its softmax: the short masked calls of a
+  // Hugging Face static cache are a few dependent round trips a tile).
+  static __device__ __forceinline__ void load_mask_bits(const DecodeParams& p, const MaskRows& m, int n0, int n_end,
+                                                        int warp, int t4, uint32_t (&bits)[kSNTiles][4]) {
+    const uint32_t neutral = attn::mask_neutral_bits(p.mask_kind);
 #pragma unroll
     for (int n = 0; n < kSNTiles; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int key = n0 + kWarpKeys * warp + 8 * n + 2 * t4 + (e % 2);
         const char* row = m.row[e / 2];
-        madd[n][e] = row != nullptr && key < n_end
-                         ? attn::mask_log2(attn::MaskRef{row, p.mask_kind, 0, p.mask_col_stride}, 0, key)
-                         : 0.f;
+        bits[n][e] = row != nullptr && key < n_end
+                         ? attn::mask_bits(attn::MaskRef{row, p.mask_kind, 0, p.mask_col_stride}, 0, key)
+                         : neutral;
       }
   }
 
-  // The start of a KV tile: zeroed S chains, and the tile's mask values (their loads in flight
-  // while Q K^T runs).
+  // The start of the KV tile at n0: zeroed S chains, the tile's base-2 additive mask (0 without a
+  // mask) from the bits loaded a tile ago, and the next tile's bits issued into `ahead`.
   static __device__ __forceinline__ void begin_tile(const DecodeParams& p, const MaskRows& mrows, int n0, int n_end,
                                                     int warp, int t4, float (&s_part)[kQkChains][kSNTiles][4],
-                                                    float (&madd)[kSNTiles][4]) {
+                                                    uint32_t (&ahead)[kSNTiles][4], float (&madd)[kSNTiles][4]) {
 #pragma unroll
     for (int c = 0; c < kQkChains; ++c)
 #pragma unroll
       for (int n = 0; n < kSNTiles; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s_part[c][n][e] = 0.f;
-    load_mask(p, mrows, n0, n_end, warp, t4, madd);
+#pragma unroll
+    for (int n = 0; n < kSNTiles; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) madd[n][e] = p.mask != nullptr ? attn::mask_bits_log2(p.mask_kind, ahead[n][e]) : 0.f;
+    if (p.mask != nullptr) load_mask_bits(p, mrows, n0 + kBlockN, n_end, warp, t4, ahead);
   }
 
   // P (b16, the whole tile) as the A fragments of P V's k-steps.
@@ -479,13 +489,14 @@ struct DecodeFwd {
   static __device__ __forceinline__ void tiles_ring(const DecodeParams& p, const Work& w, const MaskRows& mrows, int n_tiles, int n_chunks,
                                                     uint32_t ring, uint32_t q_smem, uint32_t p_smem, float* red_max,
                                                     const int (&lim)[2], int tid, int warp, int lane, int g, int t4,
-                                                    Rows& rows, float (&o_acc)[kVChunks][kONTiles][4],
-                                                    float (&row_max)[2], float (&row_sum)[2]) {
+                                                    Rows& rows, uint32_t (&ahead)[kSNTiles][4],
+                                                    float (&o_acc)[kVChunks][kONTiles][4], float (&row_max)[2],
+                                                    float (&row_sum)[2]) {
     const Frag f = frag_offsets(warp, lane);
     int i = 0;
     for (int t = 0; t < n_tiles; ++t) {
       float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
-      begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, madd);
+      begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, ahead, madd);
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c, ++i) {
         const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);
@@ -510,13 +521,14 @@ struct DecodeFwd {
   static __device__ __forceinline__ void tiles_shared(const DecodeParams& p, const Work& w, const MaskRows& mrows, int n_tiles, int n_chunks,
                                                       uint32_t ring, uint32_t q_smem, uint32_t p_smem, float* red_max,
                                                       const int (&lim)[2], int tid, int warp, int lane, int g, int t4,
-                                                      Rows& rows, float (&o_acc)[kVChunks][kONTiles][4],
-                                                      float (&row_max)[2], float (&row_sum)[2]) {
+                                                      Rows& rows, uint32_t (&ahead)[kSNTiles][4],
+                                                      float (&o_acc)[kVChunks][kONTiles][4], float (&row_max)[2],
+                                                      float (&row_sum)[2]) {
     const Frag f = frag_offsets(warp, lane);
     for (int t = 0; t < n_tiles; ++t) {
       const uint32_t half = ring + static_cast<uint32_t>((t % kTileBuffers) * kKChunks * KvTile::kBytes);
       float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
-      begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, madd);
+      begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, ahead, madd);
       if constexpr (Traits::kTileWait) {  // the whole tile (pending: the kTileBuffers - 1 tiles after it)
         ptx::cp_async_wait_group<(kTileBuffers - 1) * kKChunks>();
         __syncthreads();
@@ -545,12 +557,28 @@ struct DecodeFwd {
 
   static __device__ __forceinline__ void run(const DecodeParams& p) {
     extern __shared__ __align__(1024) char smem[];
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
+    const int tid = threadIdx.x;
     const Work w = work_of_block(p);
-    if (w.n_end <= w.n_begin) {
-      write_empty(p, w, tid);
-      return;
-    }
+    if (w.n_end <= w.n_begin) write_empty(p, w, tid);
+    else tiles(p, w, smem, tid);
+    if (p.num_splits > 1 && p.merge_counters != nullptr) merge_if_last(p, w, tid, reinterpret_cast<int*>(smem));
+  }
+
+  // The fused merge (DecodeParams::merge_counters): this split counts itself in on its row block;
+  // the last to do so merges the row block (kernels/decode_merge.cuh). `flag`: shared memory no
+  // thread reads any more (the Q tile).
+  static __device__ __forceinline__ void merge_if_last(const DecodeParams& p, const Work& w, int tid, int* flag) {
+    const int m_tiles = (w.rows + kRows - 1) / kRows;
+    const int64_t row_block = (static_cast<int64_t>(w.batch) * p.heads_kv + w.head_kv) * m_tiles + w.m0 / kRows;
+    if (!decode_split_arrive(p, row_block, tid, flag, [] { __syncthreads(); })) return;
+    const int m0 = w.m0;
+    decode_merge_rows<Element, kHeadDimV, kThreads, kFusedMergeUnitsSync>(
+        p, w.batch, w.head_kv, min(kRows, w.rows - m0), [m0](int j) { return m0 + j; }, tid);
+  }
+
+  // A block with keys: the tile loop and the output or partial.
+  static __device__ __forceinline__ void tiles(const DecodeParams& p, const Work& w, char* smem, int tid) {
+    const int warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const uint32_t q_smem = ptx::smem_u32addr(smem);
     const uint32_t ring = q_smem + Traits::kQBytes;
     const uint32_t p_smem = ring + Traits::kRingBytes;
@@ -559,6 +587,10 @@ struct DecodeFwd {
 
     const int n_tiles = (w.n_end - w.n_begin + kBlockN - 1) / kBlockN;
     const int n_chunks = n_tiles * kChunksPerTile;
+    // The first tile's mask bits before anything else is issued (later tiles': a tile ahead).
+    const MaskRows mrows = mask_rows(p, w, g);
+    uint32_t ahead[kSNTiles][4] = {};
+    if (p.mask != nullptr) load_mask_bits(p, mrows, w.n_begin, w.n_end, warp, t4, ahead);
     Rows rows;
     if (p.block_table != nullptr) lookup(p, w, 0, tid, rows.next_page);
     load_q(p, w, q_smem, tid);  // joins the group of ring load 0
@@ -584,10 +616,10 @@ struct DecodeFwd {
     float row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 
     if constexpr (kSharedKV) {
-      tiles_shared(p, w, mask_rows(p, w, g), n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, o_acc,
-                   row_max, row_sum);
+      tiles_shared(p, w, mrows, n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, ahead,
+                   o_acc, row_max, row_sum);
     } else {
-      tiles_ring(p, w, mask_rows(p, w, g), n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, o_acc,
+      tiles_ring(p, w, mrows, n_tiles, n_chunks, ring, q_smem, p_smem, red_max, lim, tid, warp, lane, g, t4, rows, ahead, o_acc,
                  row_max, row_sum);
     }
     ptx::cp_async_wait_group<0>();

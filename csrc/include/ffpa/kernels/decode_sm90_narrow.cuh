@@ -14,7 +14,8 @@
 // i0 + r / rows_per_i of head g0 + r % rows_per_i (rows_per_i = min(group, 16)), the rank-5 Q map of
 // decode_sm90_ws.cuh with 16-row boxes. Keys past a sequence's length are masked, and their V rows
 // zeroed in the stage before P V reads them (unwritten cache memory may hold NaN). The output, or
-// the fp32 partial and base-2 LSE for decode_merge_kernel, in the layouts of the other decode kernels.
+// the fp32 partial and base-2 LSE for decode_merge_kernel (or, with merge_counters, the row block's
+// last split merges: decode_merge_rows), in the layouts of the other decode kernels.
 #pragma once
 #include <cuda.h>
 
@@ -22,6 +23,7 @@
 #include <math_constants.h>
 
 #include "ffpa/attn/state.cuh"
+#include "ffpa/kernels/decode_merge.cuh"
 #include "ffpa/kernels/decode_sm90_ws.cuh"  // DecodeTmaMaps
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"  // smem_u32addr
@@ -261,6 +263,26 @@ struct DecodeNarrow {
       if (lane == 0) ring.consumer_release(st);
     }
     store(p, w, warp, g, t4, red_sum, o, row_max, row_sum);
+    if (p.num_splits > 1 && p.merge_counters != nullptr) merge_if_last(p, w, reinterpret_cast<int*>(red_max));
+  }
+
+  // The fused merge (DecodeParams::merge_counters) over the consumer warpgroup (the producer warp
+  // has left): this split counts itself in on its row block, the last merges it
+  // (kernels/decode_merge.cuh). `flag`: the row-max scratch, read by no thread any more.
+  static __device__ __forceinline__ void merge_if_last(const DecodeParams& p, const Work& w, int* flag) {
+    const RowPacking<kRows> pack(w.group, p.len_q);
+    const int64_t row_block =
+        (static_cast<int64_t>(w.batch) * p.heads_kv + w.head_kv) * pack.blocks + static_cast<int>(blockIdx.x) % pack.blocks;
+    const int tid = threadIdx.x;
+    if (!kernels::decode_split_arrive(p, row_block, tid, flag, [] { ptx::named_barrier_sync(kBarTile, 128); })) return;
+    const int i0 = w.i0, g0 = w.g0, rows_per_i = w.rows_per_i, group = w.group, len_q = p.len_q;
+    kernels::decode_merge_rows<Element, Traits::kHeadDimV, 32 * Traits::kConsumerWarps, kFusedMergeUnitsNarrow>(
+        p, w.batch, w.head_kv, kRows,
+        [=](int j) {
+          const int i = i0 + j / rows_per_i;
+          return i < len_q ? i * group + g0 + j % rows_per_i : -1;
+        },
+        tid);
   }
 
   // Row sums across lanes and warps, then O / l (one split) or the fp32 partial and its base-2 LSE.

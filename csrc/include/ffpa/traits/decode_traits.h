@@ -56,7 +56,10 @@ constexpr DecodeTileSpec decode_tile(int head_dim, int head_dim_v, bool shared_k
     t.stages = t.tile_buffers * (head_dim / t.chunk);
     return t;
   }
-  t.min_blocks = t.warps == 8 ? 1 : 2;
+  // Up to D = 192 three blocks share an SM (their shared memory, a 64 KiB ring beside a few KiB of Q and P,
+  // allows it: ncu saw 3 at D = 128); the launch bounds hold the registers to that (168: the mask's bits a
+  // tile ahead took D = 128 to 169, which would have left 2 blocks per SM).
+  t.min_blocks = t.warps == 8 ? 1 : head_dim <= 192 ? 3 : 2;
   // One 8-warp block per SM gets the ring two smaller blocks would share.
   t.stages = (t.min_blocks == 1 ? 128 : 64) * 1024 / (t.block_n * t.chunk * 2);
   return t;
