@@ -157,13 +157,17 @@ if (576, 512) in set(dec) and "decode" in PARTS:
                 assert torch.isfinite(out).all()
 C.set_decode_merge("auto")
 # The FP8 kernel (Hopper): each head dim, causal both alignments and not, the two masks, GQA, per-head
-# descales, tails in L and S (its V^T pre-pass zero-fills past S).
+# descales, tails in L and S (its V^T pre-pass zero-fills past S); at D = 64 and 128 also the form that
+# transposes V itself (set_fp8_v_transpose("kernel"): TMA's zero fill past S, the transposer warps).
 fp8_dims = info["head_dims"].get("fp8", []) if torch.cuda.get_device_capability() == (9, 0) else []
 for d in fp8_dims if "fp8" in PARTS else ():
     q, k, v = qkv(d, 8 + d)
     (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
-    for causal, align in ((False, "top_left"), (True, "top_left"), (True, "bottom_right")):
-        run(q8, k8, v8, is_causal=causal, causal_align=align, q_descale=qd, k_descale=kd, v_descale=vd)
-    for mask in masks():  # skipped, partial and full tiles of the block map; a fully masked row
-        run(q8, k8, v8, attn_mask=mask, q_descale=qd, k_descale=kd, v_descale=vd)
+    for form in ("prepass", "kernel") if d <= 128 else ("prepass",):
+        C.set_fp8_v_transpose(form)
+        for causal, align in ((False, "top_left"), (True, "top_left"), (True, "bottom_right")):
+            run(q8, k8, v8, is_causal=causal, causal_align=align, q_descale=qd, k_descale=kd, v_descale=vd)
+        for mask in masks():  # skipped, partial and full tiles of the block map; a fully masked row
+            run(q8, k8, v8, attn_mask=mask, q_descale=qd, k_descale=kd, v_descale=vd)
+C.set_fp8_v_transpose("auto")
 print("sanitize_one: done")

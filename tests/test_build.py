@@ -153,6 +153,30 @@ def test_fa2_mma_setting_round_trips_and_rejects_unknown_modes():
             C.set_fa2_mma("auto")
 
 
+def test_fp8_v_transpose_setting_round_trips_and_rejects_unknown_modes():
+    """The process-wide V^T form of the FA-2-style FP8 kernel: auto / kernel / prepass, anything else a
+    ValueError naming the accepted modes; on a Hopper GPU with the FP8 kernel in the build, kernel_info
+    says whether the launcher's pre-pass writes V^T (auto: yes; kernel: no at D = 64 and 128)."""
+    import ffpa_attn._C as C
+
+    assert C.get_fp8_v_transpose() == "auto"
+    try:
+        for mode in ("kernel", "prepass", "auto"):
+            C.set_fp8_v_transpose(mode)
+            assert C.get_fp8_v_transpose() == mode
+        with pytest.raises(ValueError, match="set_fp8_v_transpose: `mode` must be 'auto', 'kernel' or 'prepass'"):
+            C.set_fp8_v_transpose("shared")
+        assert C.get_fp8_v_transpose() == "auto"  # a rejected mode changes nothing
+        hopper = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+        for d in sorted(p[0] for p in ffpa_attn.build_info()["head_dim_pairs"].get("fp8", [])) if hopper else ():
+            for mode in ("auto", "kernel", "prepass"):
+                C.set_fp8_v_transpose(mode)
+                want = not (mode == "kernel" and d <= 128)
+                assert C.kernel_info("float8_e4m3fn", "fp8", d, d)["fp8_vt_prepass"] is want, (d, mode)
+    finally:
+        C.set_fp8_v_transpose("auto")
+
+
 def test_generated_wgmma_wrappers_are_current():
     """csrc/include/ffpa/ptx/wgmma_gen.cuh is what tools/gen_wgmma.py writes today."""
     import subprocess

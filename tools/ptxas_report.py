@@ -6,7 +6,7 @@ each kernel (tile, threads, shared memory) is in resources.md (tools/resource_ta
 Kernel names are read from the mangled entry names: FFPA (FfpaTraits<elem, D, Dv, Level, tile,
 AccMode>, ring depth), FA-2 (Fa2Traits<elem, D, Dv, tile<D, wgmma>>, ring depth) and the decode
 family (decode_split_kernel<elem, D, Dv, shared K/V>, decode_split_ws_kernel<FfpaWsTraits<elem, D, Dv>>,
-decode_split_narrow_kernel<DecodeNarrowTraits<elem, D, Dv>>, decode_merge_kernel<elem>), the FP8 kernels (Fa2Fp8Traits<D>,
+decode_split_narrow_kernel<DecodeNarrowTraits<elem, D, Dv>>, decode_merge_kernel<elem>), the FP8 kernels (Fa2Fp8Traits<D, in-kernel V^T>,
 FfpaWsFp8Traits<out, D>, the V^T pre-pass) and the mask block map. A kernel the patterns do not know is listed under its
 mangled name rather than dropped."""
 import importlib.util
@@ -38,7 +38,7 @@ DECODE_WS = re.compile(r"decode_split_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)E
 DECODE_NARROW = re.compile(r"decode_split_narrow_kernelINS_18DecodeNarrowTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_12DecodeParamsENS0_13DecodeTmaMapsE$")
 DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)ELb([01])EEEvNS_12DecodeParamsE$")
 MERGE = re.compile(r"decode_merge_kernelI(\w+?)Li(\d)EEEvNS_12DecodeParamsE$")
-FP8 = re.compile(r"fa2_fwd_fp8_kernelINS_12Fa2Fp8TraitsILi(\d+)EEE(\w+?)EEvNS_9FwdParamsENS0_10Fp8TmaMapsE$")
+FP8 = re.compile(r"fa2_fwd_fp8_kernelINS_12Fa2Fp8TraitsILi(\d+)ELb([01])EEE(\w+?)EEvNS_9FwdParamsENS0_10Fp8TmaMapsE$")
 FP8_FFPA = re.compile(r"ffpa_fwd_fp8_kernelINS_15FfpaWsFp8TraitsI(\w+?)Li(\d+)EEEEEvNS_9FwdParamsENS0_11FfpaTmaMapsE$")
 FP8_VT = re.compile(r"fp8_v_transpose_kernelILi(\d+)ELb([01])EEEvNS_9FwdParamsE$")
 
@@ -71,8 +71,8 @@ def describe(name):
         dt, d, dv, shared = m.groups()
         return ("decode shared-kv" if shared == "1" else "decode"), DT.get(dt, dt), dims(d, dv), "-"
     if m := FP8.search(name):  # FP8 (e4m3 in, bf16 / fp16 out): FA-2 style up to D = 256
-        d, out = m.groups()
-        return "FP8 TMA", f"e4m3->{DT.get(out, out)}", d, "fixed"
+        d, in_kernel, out = m.groups()
+        return ("FP8 TMA, V^T in kernel" if in_kernel == "1" else "FP8 TMA"), f"e4m3->{DT.get(out, out)}", d, "fixed"
     if m := FP8_FFPA.search(name):  # FP8 past D = 256: FFPA L1's pipeline
         out, d = m.groups()
         return "FP8 FFPA TMA", f"e4m3->{DT.get(out, out)}", d, "fixed"

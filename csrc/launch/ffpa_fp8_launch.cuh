@@ -72,6 +72,7 @@ struct FfpaFp8Launch {
     k.level = 0;
     k.mask_block_m = Traits::kBlockM;
     k.mask_block_n = Traits::kBlockN;
+    k.fp8_vt_prepass = true;  // V^T by the pre-pass, keys in order
     return ws_pipeline_info<Traits>(k, Variant<__nv_bfloat16>::kernel, query_attributes, out);
   }
 };

@@ -35,6 +35,13 @@ Fa2Mma fa2_mma();
 void set_decode_merge(DecodeMerge mode);
 DecodeMerge decode_merge();
 
+// Where the FA-2-style FP8 kernel gets V^T, process-wide: kAuto lets its launcher choose per head dim
+// (the pre-pass today: the in-kernel transpose measured slower), kKernel / kPrepass force one form where
+// the head dim has it (kKernel: D = 64, 128; tests and benchmarks compare the two).
+enum class Fp8VTranspose : int { kAuto = 0, kKernel = 1, kPrepass = 2 };
+void set_fp8_v_transpose(Fp8VTranspose mode);
+Fp8VTranspose fp8_v_transpose();
+
 // How one launch is cut, as the kernel will see it; registers/local memory filled on request.
 struct KernelInfo {
   Family family = Family::kFfpa;
@@ -57,6 +64,7 @@ struct KernelInfo {
   int num_stages = 0;
   int smem_bytes = 0;       // dynamic shared memory per block
   bool work_counter = false;  // run() balances its persistent grid on a zeroed params.work_counter
+  bool fp8_vt_prepass = false;  // FP8: run() writes V^T into params.vt (the caller sizes it), else the kernel transposes V
   int registers = -1;       // per thread (cudaFuncGetAttributes); -1 if not queried
   int local_bytes = -1;     // spill/stack bytes per thread; -1 if not queried
 };

@@ -100,14 +100,19 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fp8_fwd_cuda(const at::Tensor& q, const 
   at::Tensor out = at::empty({B, Hq, L, Dv}, opts);
   at::Tensor lse = at::empty({B, Hq, L}, opts.dtype(at::kFloat));
   if (B == 0 || L == 0 || Hq == 0) return {out, lse};
+  launch::KernelInfo info;
+  cudaError_t info_err = kernel->info(0, false, &info);
+  TORCH_CHECK(info_err == cudaSuccess, kOp, ": no launch configuration: ", cudaGetErrorString(info_err));
+  // V^T for the launcher's pre-pass, where the kernel does not transpose V itself
   const int64_t vt_len = (S + 31) / 32 * 32;
-  at::Tensor vt = at::empty({B, Hkv, Dv, vt_len}, q.options().dtype(at::kByte));
+  at::Tensor vt;
+  if (info.fp8_vt_prepass) vt = at::empty({B, Hkv, Dv, vt_len}, q.options().dtype(at::kByte));
 
   const c10::cuda::CUDAGuard guard(q.device());
   FwdParams p{};
   fill_attn_params(p, kHeadsOuter, q, k, v, out, lse, B, Hq, Hkv, L, S, D, Dv, scale, is_causal);
   p.causal_offset = is_causal && causal_bottom_right ? static_cast<int>(S - L) : 0;
-  p.vt = vt.data_ptr();
+  p.vt = vt.defined() ? vt.data_ptr() : nullptr;
   p.vt_len = static_cast<int>(vt_len);
   fill_descale(q_descale, "q_descale", q, &p.q_descale, &p.q_descale_batch_stride, &p.q_descale_head_stride);
   fill_descale(k_descale, "k_descale", k, &p.k_descale, &p.k_descale_batch_stride, &p.k_descale_head_stride);
@@ -123,12 +128,10 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fp8_fwd_cuda(const at::Tensor& q, const 
                 " batches x ", num(int64_t{mh}), " heads is not supported (at most ", num(int64_t{kMaxGridYZ}),
                 " (batch, head) slices; broadcast the mask over batch or heads)");
     fill_mask(p, m, mask_kind);
-    launch::KernelInfo info;
-    cudaError_t e = kernel->info(0, false, &info);
-    TORCH_CHECK(e == cudaSuccess, kOp, ": no launch configuration: ", cudaGetErrorString(e));
     block_map = at::empty({launch::block_map_bytes(mb, mh, p.len_q, p.len_kv, info.block_m, info.block_n)},
                           q.options().dtype(at::kByte));
-    e = launch::build_block_map(p, mb, mh, info.block_m, info.block_n, block_map.data_ptr<uint8_t>(), stream);
+    const cudaError_t e =
+        launch::build_block_map(p, mb, mh, info.block_m, info.block_n, block_map.data_ptr<uint8_t>(), stream);
     TORCH_CHECK(e == cudaSuccess, kOp, ": mask block-map launch failed: ", cudaGetErrorString(e));
   }
   const cudaError_t err = kernel->run(p, stream);

@@ -103,6 +103,7 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   d["producer_warps"] = k.producer_warps;
   d["num_stages"] = k.num_stages;
   d["smem_bytes"] = k.smem_bytes;
+  if (k.family == ffpa::launch::Family::kFp8) d["fp8_vt_prepass"] = k.fp8_vt_prepass;
   if (query_attributes) {
     d["registers"] = k.registers;
     d["local_bytes"] = k.local_bytes;
@@ -202,6 +203,23 @@ std::string get_decode_merge() {
   }
 }
 
+// Where the FA-2-style FP8 kernel gets V^T (launch/ffpa_fwd.h Fp8VTranspose): "auto", "kernel" or "prepass".
+void set_fp8_v_transpose(const std::string& mode) {
+  using ffpa::launch::Fp8VTranspose;
+  if (mode == "auto") ffpa::launch::set_fp8_v_transpose(Fp8VTranspose::kAuto);
+  else if (mode == "kernel") ffpa::launch::set_fp8_v_transpose(Fp8VTranspose::kKernel);
+  else if (mode == "prepass") ffpa::launch::set_fp8_v_transpose(Fp8VTranspose::kPrepass);
+  else throw py::value_error("set_fp8_v_transpose: `mode` must be 'auto', 'kernel' or 'prepass', got '" + mode + "'");
+}
+
+std::string get_fp8_v_transpose() {
+  switch (ffpa::launch::fp8_v_transpose()) {
+    case ffpa::launch::Fp8VTranspose::kKernel: return "kernel";
+    case ffpa::launch::Fp8VTranspose::kPrepass: return "prepass";
+    default: return "auto";
+  }
+}
+
 // Whether an auto-merge decode call fuses its merge (launch/heuristics.h), for explicit sizes (units:
 // how many a thread merges at once, 1 in the mma.sync kernel, 2 in the narrow one).
 bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int units) {
@@ -234,6 +252,11 @@ PYBIND11_MODULE(_C, m) {
         "Split-KV decode's merge, process-wide: 'auto' (fused into the split kernel where the launcher's "
         "heuristic says, else the merge kernel), 'fused' (wherever the kernel has it) or 'kernel'");
   m.def("get_decode_merge", &get_decode_merge, "The split-KV merge's form set by set_decode_merge");
+  m.def("set_fp8_v_transpose", &set_fp8_v_transpose, py::arg("mode"),
+        "Where the FA-2-style FP8 kernel (head dims 64..256) gets V^T, process-wide: 'auto' (the launcher's "
+        "choice: the pre-pass, the faster today), 'kernel' (the kernel transposes V in shared memory itself, "
+        "at D = 64 and 128) or 'prepass' (a pre-pass kernel writes V^T to global memory first)");
+  m.def("get_fp8_v_transpose", &get_fp8_v_transpose, "The FP8 V^T form set by set_fp8_v_transpose");
   m.def("decode_fused_merge", &decode_fused_merge, py::arg("rows"), py::arg("head_dim_v"), py::arg("splits"),
         py::arg("threads"), py::arg("units") = 1, "Whether an auto decode call fuses its merge (csrc/launch/heuristics.h), for explicit sizes");
   if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();

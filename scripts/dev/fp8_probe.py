@@ -1,7 +1,8 @@
 """Development probe of the FP8 kernel (#17): TFLOPS of ffpa_attn.forward on e4m3 inputs beside our bf16
 kernel and SDPA cuDNN (EA past D = 256) on the same shapes, and the FP8 GEMM ceiling (torch._scaled_mm) of the same run.
-Bench's interleaved timer (L2 flushed, medians). Env SHAPES 'BxHxN ...', DIMS, CAUSAL=0/1, VARIANTS
-(values of FFPA_DEV_WS, a temporary A/B switch a launcher may read: '0,1')."""
+Bench's interleaved timer (L2 flushed, medians). Env SHAPES 'BxHxN ...', DIMS, CAUSAL=0/1, VARIANTS:
+'kernel,prepass' (the V^T forms, ffpa_attn._C.set_fp8_v_transpose) or values of FFPA_DEV_WS, a temporary A/B
+switch a launcher may read ('0,1')."""
 import os
 import sys
 
@@ -13,6 +14,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from bench import _l2_flusher, _time_interleaved  # noqa: E402
 
 import ffpa_attn  # noqa: E402
+import ffpa_attn._C as C  # noqa: E402
+
+FORMS = ("auto", "kernel", "prepass")
 
 flush = _l2_flusher()
 n = 8192
@@ -30,7 +34,10 @@ for shape in os.environ.get("SHAPES", "4x8x8448 1x32x8192").split():
             (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
 
             def fp8(var="0"):
-                os.environ["FFPA_DEV_WS"] = var
+                if var in FORMS:
+                    C.set_fp8_v_transpose(var)
+                else:
+                    os.environ["FFPA_DEV_WS"] = var
                 return ffpa_attn.forward(q8, k8, v8, is_causal=causal, q_descale=qd, k_descale=kd, v_descale=vd,
                                          strict=True)
             variants = os.environ.get("VARIANTS", "0").split(",")

@@ -11,9 +11,17 @@
 // What FP8 changes:
 // * Operands are bytes: 128-byte swizzled rows hold 128 e4m3 (traits/fp8_traits.h); Q and K arrive in
 //   one TMA load each (a rank-5 map over 128-byte chunks), V^T in one per 128-key chunk.
-// * 8-bit wgmma reads B K-major only, so P V multiplies by V^T, which the launcher's pre-pass writes
-//   (kernels/fp8_v_transpose.cuh) with each 32 keys in the order the S accumulator holds them in a
-//   thread: P packs to the A fragment where it lies (fp8_p_key), with no shuffles.
+// * 8-bit wgmma reads B K-major only, so P V multiplies by V^T, with each 32 keys in the order the S
+//   accumulator holds them in a thread: P packs to the A fragment where it lies (fp8_p_key), with no
+//   shuffles. Where Traits::kVtInKernel (D = 64, 128), V arrives as it lies (TMA into a staging ring)
+//   and the producer warpgroup's warps 1..3 write the V^T stages (`transpose`); else the launcher's
+//   pre-pass writes V^T to global memory (kernels/fp8_v_transpose.cuh) and TMA loads it.
+//
+//   in-kernel form, per key tile j:
+//     TMA thread:   K_j -> ring_k          V_j (as it lies) -> ring_n (staging)
+//     transposers:  wait ring_n full, ring_v empty -> ldmatrix.trans / prmt / stmatrix -> fence.proxy.async
+//                   -> arrive ring_v full (one per warp), arrive ring_n empty (one per warp)
+//     consumers:    as below (they read ring_v's V^T stages either way)
 // * P = 2^(s - m + 8): the probabilities use e4m3's range up to 256 (its largest normal is 448), so
 //   small ones keep their 3 mantissa bits instead of flushing; the row sums carry the same factor
 //   and O / l cancels it (the LSE subtracts it).
@@ -36,6 +44,7 @@
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"  // smem_u32addr
 #include "ffpa/ptx/fp8.cuh"
+#include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/ptx/math.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
 #include "ffpa/ptx/tma.cuh"
@@ -48,9 +57,10 @@
 
 namespace ffpa::attn {
 
-// Q and K: rank 5 (128-byte chunk, position, chunk, head, batch); V^T: rank 4 (key, column, head, batch).
+// Q, K and V as it lies (in-kernel transpose): rank 5 (128-byte chunk, position, chunk, head, batch);
+// V^T (pre-pass form): rank 4 (key, column, head, batch). The form that does not run leaves its map unset.
 struct Fp8TmaMaps {
-  CUtensorMap q, k, vt;
+  CUtensorMap q, k, vt, v;
 };
 
 // The exponent offset of P (see the head of this file).
@@ -61,7 +71,11 @@ struct Fa2FwdFp8 {
   using QTile = typename Traits::QTile;
   using KTile = typename Traits::KTile;
   using VtTile = typename Traits::VtTile;
-  using Ring = StageRing<Traits::kStages>;
+  using VnTile = typename Traits::VnTile;
+  using RingK = StageRing<Traits::kKStages>;
+  using RingV = StageRing<Traits::kVtStages>;
+  using RingN = StageRing<Traits::kVnStages == 0 ? 1 : Traits::kVnStages>;  // staged V (in-kernel form)
+  static constexpr bool kVtInKernel = Traits::kVtInKernel;
   using MmaS = ptx::WgmmaM64<Traits::kBlockN, __nv_fp8_e4m3>;
   using MmaO = ptx::WgmmaM64<Traits::kHeadDimV, __nv_fp8_e4m3>;
   static constexpr int kBlockM = Traits::kBlockM;
@@ -72,8 +86,10 @@ struct Fa2FwdFp8 {
   static constexpr uint32_t kConsumerWarps = 4 * kConsumers;
 
   struct Smem {
-    uint32_t q, k, vt, q_bar;
-    Ring ring_k, ring_v;
+    uint32_t q, k, vt, vn, q_bar;
+    RingK ring_k;
+    RingV ring_v;
+    RingN ring_n;
   };
 
   static __device__ __forceinline__ Smem layout(char* smem_raw) {
@@ -81,10 +97,12 @@ struct Fa2FwdFp8 {
     Smem s;
     s.q = (raw + 1023u) & ~1023u;
     s.k = s.q + QTile::kBytes;
-    s.vt = s.k + Traits::kStages * KTile::kBytes;
-    s.q_bar = s.vt + Traits::kStages * VtTile::kBytes;
-    s.ring_k = Ring{s.q_bar + 16};
-    s.ring_v = Ring{s.ring_k.bars + Ring::kBarrierBytes};
+    s.vt = s.k + Traits::kKStages * KTile::kBytes;
+    s.vn = s.vt + Traits::kVtStages * VtTile::kBytes;
+    s.q_bar = s.vn + Traits::kVnStages * VnTile::kBytes;
+    s.ring_k = RingK{s.q_bar + 16};
+    s.ring_v = RingV{s.ring_k.bars + RingK::kBarrierBytes};
+    s.ring_n = RingN{s.ring_v.bars + RingV::kBarrierBytes};
     return s;
   }
 
@@ -117,21 +135,75 @@ struct Fa2FwdFp8 {
   static __device__ __forceinline__ void produce(const FwdParams& p, const Fp8TmaMaps& maps, const Smem& s, const Item& w) {
     ptx::tma_prefetch_map(&maps.q);
     ptx::tma_prefetch_map(&maps.k);
-    ptx::tma_prefetch_map(&maps.vt);
+    ptx::tma_prefetch_map(kVtInKernel ? &maps.v : &maps.vt);
     ptx::mbarrier_arrive_expect_tx(s.q_bar, QTile::kBytes);
     ptx::tma_load_5d(s.q, &maps.q, s.q_bar, 0, w.m0, 0, w.head, w.batch);
-    typename Ring::State st;
-    for (int j = next_tile(w, 0); j < w.n_end; j = next_tile(w, j + 1), st.advance()) {
-      s.ring_k.producer_acquire(st);
-      s.ring_k.producer_expect(st, KTile::kBytes);
-      ptx::tma_load_5d(s.k + st.stage * KTile::kBytes, &maps.k, s.ring_k.full(st.stage), 0, j * kBlockN, 0, w.head_kv,
+    typename RingK::State sk;
+    typename RingV::State sv;
+    typename RingN::State sn;
+    for (int j = next_tile(w, 0); j < w.n_end; j = next_tile(w, j + 1)) {
+      s.ring_k.producer_acquire(sk);
+      s.ring_k.producer_expect(sk, KTile::kBytes);
+      ptx::tma_load_5d(s.k + sk.stage * KTile::kBytes, &maps.k, s.ring_k.full(sk.stage), 0, j * kBlockN, 0, w.head_kv,
                        w.batch);
-      s.ring_v.producer_acquire(st);
-      s.ring_v.producer_expect(st, VtTile::kBytes);
+      sk.advance();
+      if constexpr (kVtInKernel) {  // V as it lies, into the staging ring (keys past the length: TMA's zeros)
+        s.ring_n.producer_acquire(sn);
+        s.ring_n.producer_expect(sn, VnTile::kBytes);
+        ptx::tma_load_5d(s.vn + sn.stage * VnTile::kBytes, &maps.v, s.ring_n.full(sn.stage), 0, j * kBlockN, 0,
+                         w.head_kv, w.batch);
+        sn.advance();
+      } else {
+        s.ring_v.producer_acquire(sv);
+        s.ring_v.producer_expect(sv, VtTile::kBytes);
 #pragma unroll
-      for (int c = 0; c < VtTile::kChunks; ++c)  // 128 keys a box (a 192-key tile's second box reads 64 past it)
-        ptx::tma_load_4d(s.vt + st.stage * VtTile::kBytes + VtTile::chunk(c), &maps.vt, s.ring_v.full(st.stage),
-                         j * kBlockN + 128 * c, 0, w.head_kv, w.batch);
+        for (int c = 0; c < VtTile::kChunks; ++c)  // 128 keys a box (a 192-key tile's second box reads 64 past it)
+          ptx::tma_load_4d(s.vt + sv.stage * VtTile::kBytes + VtTile::chunk(c), &maps.vt, s.ring_v.full(sv.stage),
+                           j * kBlockN + 128 * c, 0, w.head_kv, w.batch);
+        sv.advance();
+      }
+    }
+  }
+
+  // ---- transposers (producer warps 1..3, in-kernel form) -------------------------------------
+  // Each staged V tile (keys x Dv bytes, 128-byte swizzled rows) into a V^T stage (Dv rows of keys, each
+  // 32 in fp8_p_key order). A warp takes 32 keys (32 G ..) x one 16-byte column unit U at a time:
+  // ldmatrix.x4.trans of byte pairs gives lane l = (m, t) = (l / 4, l % 4), in register i, keys
+  // 32 G + 8 i + 2 t + {0, 1} of columns 16 U + 2 m + {0, 1}; two prmt per output word gather
+  // keys {k, k + 1, k + 8, k + 9} (k = 32 G + 16 h + 2 t) of one column, which are V^T positions
+  // 32 G + 16 h + 4 t + {0..3} (fp8_p_key); stmatrix writes the four words (columns 16 U + 2 m + {0, 1},
+  // h = 0, 1) as four 8 x 16-byte matrices. The loads hit 8 bank groups; the stores 4 (rows 2 m and
+  // 2 m + 8 share one), two wavefronts a matrix.
+  static __device__ __forceinline__ void transpose(const Smem& s, const Item& w) {
+    const int warp = threadIdx.x / 32 - 1, lane = threadIdx.x % 32;
+    constexpr int kColUnits = Traits::kHeadDimV / 16;
+    typename RingN::State sn;
+    typename RingV::State sv;
+    for (int j = next_tile(w, 0); j < w.n_end; j = next_tile(w, j + 1)) {
+      s.ring_n.consumer_wait(sn);
+      s.ring_v.producer_acquire(sv);
+      const uint32_t src = s.vn + sn.stage * VnTile::kBytes, dst = s.vt + sv.stage * VtTile::kBytes;
+#pragma unroll 2
+      for (int u = warp; u < Traits::kTransposeUnits; u += Traits::kTransposeWarps) {
+        const int G = u / kColUnits, U = u % kColUnits;
+        uint32_t x[4], y[4];
+        ptx::ldmatrix_m8n8_x4_trans(x, src + VnTile::unit_offset(32 * G + lane, U));
+        y[0] = __byte_perm(x[0], x[1], 0x6420);  // column 16 U + 2 m, keys 32 G + 2 t + {0, 1, 8, 9}
+        y[1] = __byte_perm(x[0], x[1], 0x7531);  // column 16 U + 2 m + 1
+        y[2] = __byte_perm(x[2], x[3], 0x6420);  // the same columns, keys 16 further (h = 1)
+        y[3] = __byte_perm(x[2], x[3], 0x7531);
+        // stmatrix: lane l addresses row l % 8 of matrix l / 8 (= register l / 8 of every lane)
+        const int col = 16 * U + 2 * (lane % 8) + (lane / 8) % 2;
+        ptx::stmatrix_m8n8_x4(dst + VtTile::unit_offset(col, 2 * G + lane / 16), y);
+      }
+      ptx::fence_proxy_async_shared();  // the generic-proxy stores, before wgmma (async proxy) reads them
+      __syncwarp();
+      if (lane == 0) {
+        ptx::mbarrier_arrive(s.ring_v.full(sv.stage));
+        ptx::mbarrier_arrive(s.ring_n.empty(sn.stage));
+      }
+      sn.advance();
+      sv.advance();
     }
   }
 
@@ -237,7 +309,8 @@ struct Fa2FwdFp8 {
       ptx::named_barrier_sync(1 + kConsumers + c, 128);
     }
 
-    typename Ring::State sk, sv;
+    typename RingK::State sk;
+    typename RingV::State sv;
     uint32_t pf[Traits::kKStepsPV][4];
     int j = next_tile(w, 0);
     if (j < w.n_end) {
@@ -306,13 +379,17 @@ struct Fa2FwdFp8 {
     if (threadIdx.x == 0) {
       ptx::mbarrier_init(sm.q_bar, 1);
       sm.ring_k.init(kConsumerWarps);
-      sm.ring_v.init(kConsumerWarps);
+      // V^T stages: the TMA thread's one arrival (pre-pass form) or one per transposer warp
+      sm.ring_v.init(kConsumerWarps, kVtInKernel ? Traits::kTransposeWarps : 1);
+      if constexpr (kVtInKernel) sm.ring_n.init(Traits::kTransposeWarps);
     }
     __syncthreads();
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
       ptx::setmaxnreg_dec<Traits::kProducerRegs>();
       if (threadIdx.x == 0) produce(p, maps, sm, w);
+      if constexpr (kVtInKernel)
+        if (threadIdx.x >= 32 && threadIdx.x < 32 * (1 + Traits::kTransposeWarps)) transpose(sm, w);
       return;
     }
     ptx::setmaxnreg_inc<Traits::kConsumerRegs>();

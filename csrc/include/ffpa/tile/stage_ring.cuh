@@ -43,10 +43,12 @@ struct StageRing {
   __device__ __forceinline__ uint32_t empty(int s) const { return bars + 8u * static_cast<uint32_t>(kStages + s); }
 
   // One thread, then a block barrier before any side uses the ring: full barriers take the
-  // producer's one arrival, empty barriers `consumer_arrivals` (the consumer warps, one lane each).
-  __device__ __forceinline__ void init(uint32_t consumer_arrivals) const {
+  // producer's arrivals (one: the TMA thread's, with the stage's bytes; or one per warp where warps
+  // fill the stage with ordinary stores), empty barriers `consumer_arrivals` (the consumer warps, one
+  // lane each).
+  __device__ __forceinline__ void init(uint32_t consumer_arrivals, uint32_t producer_arrivals = 1) const {
     for (int s = 0; s < kStages; ++s) {
-      ptx::mbarrier_init(full(s), 1);
+      ptx::mbarrier_init(full(s), producer_arrivals);
       ptx::mbarrier_init(empty(s), consumer_arrivals);
     }
     ptx::fence_barrier_init();

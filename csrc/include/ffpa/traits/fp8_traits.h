@@ -23,10 +23,15 @@ __host__ __device__ constexpr int fp8_p_key(int c) {
   return 16 * (c / 16) + 8 * ((c % 4) / 2) + 2 * ((c % 16) / 4) + (c % 2);
 }
 
-template <int kHeadDim_>
+// kVtInKernel_: V arrives as it lies (keys x Dv bytes, TMA, into a staging ring) and the producer
+// warpgroup's three idle warps transpose it into the V^T stages the consumers read (ldmatrix.trans of
+// byte pairs, two prmt per output word, stmatrix: kernels/fa2_fwd_sm90_fp8.cuh `transpose`); else the
+// launcher's pre-pass writes V^T to global memory (kernels/fp8_v_transpose.cuh) and TMA loads it.
+template <int kHeadDim_, bool kVtInKernel_ = false>
 struct Fa2Fp8Traits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDim_;
+  static constexpr bool kVtInKernel = kVtInKernel_;
   static constexpr int kConsumers = 2;
   static constexpr int kBlockM = 64 * kConsumers;  // query rows per block
   // Keys per tile: 192 up to D = 128 (S, O and P in 184 of the 240 registers at 128), 128 at 256 (O alone
@@ -41,24 +46,53 @@ struct Fa2Fp8Traits {
   static constexpr int kRowBytes = kHeadDim_ < 128 ? 128 : kHeadDim_;
   using QTile = GmmaSw128Tile<kBlockM, kRowBytes / 2>;
   using KTile = GmmaSw128Tile<kBlockN, kRowBytes / 2>;
+  using VnTile = KTile;  // V as it lies (in-kernel transpose): keys x Dv bytes, loaded as K is
   using VtTile = GmmaSw128Tile<kHeadDimV, 64 * ((kBlockN + 127) / 128)>;  // V^T: Dv rows of whole 128-key chunks
   static constexpr int kThreads = 128 * (kConsumers + 1);
+  // The block starts with 168 registers a thread (65536 / 384, in steps of 8): 128 x 24 + 256 x 240 =
+  // 64512 is all of it, so the consumers' setmaxnreg.inc can complete (a first in-kernel form gave the
+  // producer 32 and the consumers waited there forever). At 24 the transposers' loop spills 16 bytes.
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
-  static constexpr int kStageBytes = KTile::kBytes + VtTile::kBytes;
-  static constexpr int kBarrierBytes = 2 * 8 + 2 * 2 * 4 * 8;  // Q's two barriers, two rings of up to 4 stages
-  static constexpr int bytes(int stages) { return 1024 + QTile::kBytes + stages * kStageBytes + kBarrierBytes; }
+  static constexpr int kTransposeWarps = 3;  // producer warps 1..3
+  static constexpr int kBarrierBytes = 2 * 8 + 3 * 2 * 4 * 8;  // Q's two barriers, up to three rings of up to 4 stages
   static constexpr int kMaxSmem = 227 * 1024;
-  static constexpr int kStages = bytes(4) <= kMaxSmem ? 4 : bytes(3) <= kMaxSmem ? 3 : 2;
-  static constexpr int kSmemBytes = bytes(kStages);
+  // Shared memory for Q, k_stages K tiles, v_stages V^T tiles and n_stages staged V tiles.
+  static constexpr int bytes(int k_stages, int v_stages, int n_stages) {
+    return 1024 + QTile::kBytes + k_stages * KTile::kBytes + v_stages * VtTile::kBytes + n_stages * VnTile::kBytes +
+           kBarrierBytes;
+  }
+  static constexpr int pick_stages(int v_stages, int n_stages) {
+    return bytes(4, v_stages, n_stages) <= kMaxSmem ? 4 : bytes(3, v_stages, n_stages) <= kMaxSmem ? 3 : 2;
+  }
+  // Pre-pass form: K and V^T stages in step (one ring depth). In-kernel form: two staged V tiles and two
+  // V^T stages (a V tile lands while the previous one is transposed), the rest to K.
+  static constexpr int kVnStages = kVtInKernel ? 2 : 0;
+  static constexpr int kVtStages = kVtInKernel ? 2 : bytes(4, 4, 0) <= kMaxSmem ? 4 : bytes(3, 3, 0) <= kMaxSmem ? 3 : 2;
+  static constexpr int kKStages = kVtInKernel ? pick_stages(kVtStages, kVnStages) : kVtStages;
+  static constexpr int kStages = kKStages;  // the K ring's depth (what KernelInfo reports)
+  static constexpr int kSmemBytes = bytes(kKStages, kVtStages, kVnStages);
+  // The transpose's work per tile: 32 keys x 16 bytes of V (one ldmatrix.x4) a warp at a time.
+  static constexpr int kTransposeUnits = (kBlockN / 32) * (kHeadDimV / 16);
 
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "whole k-steps in 128-byte rows, one wgmma for O (N <= 256)");
   static_assert(kBlockN % 32 == 0 && kKStepsPV * 32 == kBlockN, "whole k-steps of P V");
   static_assert(fp8_p_key(0) == 0 && fp8_p_key(3) == 9 && fp8_p_key(4) == 2 && fp8_p_key(31) == 31,
                 "the key order of the P fragment");
-  static_assert(bytes(2) <= kMaxSmem, "two stages of K and V^T fit beside Q");
-  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
+  static_assert(bytes(2, 2, 0) <= kMaxSmem, "two stages of K and V^T fit beside Q");
+  static_assert(!kVtInKernel || (kKStages >= 3 && bytes(kKStages, kVtStages, kVnStages) <= kMaxSmem),
+                "in-kernel transpose: at least three K stages beside two V^T stages and two staged V tiles");
+  static_assert(kKStages <= 4 && kVtStages <= 4 && kVnStages <= 4, "the barrier bytes cover rings of up to 4 stages");
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;  // what __launch_bounds__(kThreads, 1) leaves a thread
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kThreads * kLaunchRegs,
+                "setmaxnreg moves registers within the block's launch allocation");
 };
+
+// Whether the FA-2-style FP8 kernel can transpose V itself at this head dim (its shared memory holds the
+// staged V tiles beside at least three K stages): D = 64 and 128; D = 256 keeps the pre-pass.
+constexpr bool fp8_vt_in_kernel_fits(int head_dim) {
+  return head_dim <= 128;
+}
 
 // The FP8 kernel past D = 256 (kernels/ffpa_fwd_sm90_fp8.cuh): FFPA level 1's Hopper pipeline
 // (kernels/ffpa_ws_pipeline.cuh) on e4m3, named as FfpaWsTraits names its tile (traits/ffpa_traits.h,
