@@ -19,9 +19,9 @@
 #include <cstdint>
 #include <math_constants.h>
 
-#include "ffpa/attn/mask.cuh"
 #include "ffpa/attn/state.cuh"
 #include "ffpa/kernels/decode_merge.cuh"
+#include "ffpa/kernels/decode_tile_mask.cuh"
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/ldmatrix.cuh"
@@ -289,64 +289,9 @@ struct DecodeFwd {
     }
   }
 
-  // attn_mask (optional, SDPA layout (B, Hq, Lq, S), broadcast dims stride 0): the byte address of
-  // element (b, hq, lq, 0) of this thread's rows g and g + 8 (null: no mask or a padding row).
-  struct MaskRows {
-    const char* row[2];
-  };
-
-  static __device__ __forceinline__ MaskRows mask_rows(const DecodeParams& p, const Work& w, int g) {
-    MaskRows m;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = w.m0 + g + 8 * r;
-      m.row[r] = nullptr;
-      if (p.mask != nullptr && row < w.rows) {
-        const int64_t off = w.batch * p.mask_batch_stride + row_head(w, row) * p.mask_head_stride +
-                            row_lq(w, row) * p.mask_row_stride;
-        m.row[r] = static_cast<const char*>(p.mask) + off * attn::mask_elem_bytes(p.mask_kind);
-      }
-    }
-    return m;
-  }
-
-  // The raw mask bits of this warp's scores of the tile at n0 (attn::mask_bits: loads only; the
-  // neutral value where there is no mask, the row pads or the key is past the range), issued a
-  // tile ahead of their use so the loads' latency hides behind a whole tile (at the start of the
-  // tile itself it stood between the tile's Q K^T and its softmax: the short masked calls of a
-  // Hugging Face static cache are a few dependent round trips a tile).
-  static __device__ __forceinline__ void load_mask_bits(const DecodeParams& p, const MaskRows& m, int n0, int n_end,
-                                                        int warp, int t4, uint32_t (&bits)[kSNTiles][4]) {
-    const uint32_t neutral = attn::mask_neutral_bits(p.mask_kind);
-#pragma unroll
-    for (int n = 0; n < kSNTiles; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = n0 + kWarpKeys * warp + 8 * n + 2 * t4 + (e % 2);
-        const char* row = m.row[e / 2];
-        bits[n][e] = row != nullptr && key < n_end
-                         ? attn::mask_bits(attn::MaskRef{row, p.mask_kind, 0, p.mask_col_stride}, 0, key)
-                         : neutral;
-      }
-  }
-
-  // The start of the KV tile at n0: zeroed S chains, the tile's base-2 additive mask (0 without a
-  // mask) from the bits loaded a tile ago, and the next tile's bits issued into `ahead`.
-  static __device__ __forceinline__ void begin_tile(const DecodeParams& p, const MaskRows& mrows, int n0, int n_end,
-                                                    int warp, int t4, float (&s_part)[kQkChains][kSNTiles][4],
-                                                    uint32_t (&ahead)[kSNTiles][4], float (&madd)[kSNTiles][4]) {
-#pragma unroll
-    for (int c = 0; c < kQkChains; ++c)
-#pragma unroll
-      for (int n = 0; n < kSNTiles; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s_part[c][n][e] = 0.f;
-#pragma unroll
-    for (int n = 0; n < kSNTiles; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) madd[n][e] = p.mask != nullptr ? attn::mask_bits_log2(p.mask_kind, ahead[n][e]) : 0.f;
-    if (p.mask != nullptr) load_mask_bits(p, mrows, n0 + kBlockN, n_end, warp, t4, ahead);
-  }
+  // attn_mask's rows of this thread and its bits a tile ahead: kernels/decode_tile_mask.cuh.
+  using TileMask = DecodeTileMask<Traits>;
+  using MaskRows = typename TileMask::Rows;
 
   // P (b16, the whole tile) as the A fragments of P V's k-steps.
   static __device__ __forceinline__ void load_p(uint32_t p_smem, const Frag& f, uint32_t (&p_frag)[kBlockN / 16][4]) {
@@ -496,7 +441,7 @@ struct DecodeFwd {
     int i = 0;
     for (int t = 0; t < n_tiles; ++t) {
       float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
-      begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, ahead, madd);
+      TileMask::begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, ahead, madd);
 #pragma unroll
       for (int c = 0; c < kKChunks; ++c, ++i) {
         const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);
@@ -528,7 +473,7 @@ struct DecodeFwd {
     for (int t = 0; t < n_tiles; ++t) {
       const uint32_t half = ring + static_cast<uint32_t>((t % kTileBuffers) * kKChunks * KvTile::kBytes);
       float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
-      begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, ahead, madd);
+      TileMask::begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, ahead, madd);
       if constexpr (Traits::kTileWait) {  // the whole tile (pending: the kTileBuffers - 1 tiles after it)
         ptx::cp_async_wait_group<(kTileBuffers - 1) * kKChunks>();
         __syncthreads();
@@ -588,9 +533,9 @@ struct DecodeFwd {
     const int n_tiles = (w.n_end - w.n_begin + kBlockN - 1) / kBlockN;
     const int n_chunks = n_tiles * kChunksPerTile;
     // The first tile's mask bits before anything else is issued (later tiles': a tile ahead).
-    const MaskRows mrows = mask_rows(p, w, g);
+    const MaskRows mrows = TileMask::rows(p, w.m0, w.rows, w.batch, w.head_kv, w.group, g);
     uint32_t ahead[kSNTiles][4] = {};
-    if (p.mask != nullptr) load_mask_bits(p, mrows, w.n_begin, w.n_end, warp, t4, ahead);
+    if (p.mask != nullptr) TileMask::load_bits(p, mrows, w.n_begin, w.n_end, warp, t4, ahead);
     Rows rows;
     if (p.block_table != nullptr) lookup(p, w, 0, tid, rows.next_page);
     load_q(p, w, q_smem, tid);  // joins the group of ring load 0
