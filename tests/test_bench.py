@@ -335,3 +335,37 @@ def test_help_output_has_no_doubled_defaults():
     assert "(default: None)" not in proc.stdout
     assert ") (default" not in proc.stdout
     assert "fa2_sync" in proc.stdout and "--out-dir DIR" in proc.stdout
+
+
+# ---------------------------------------------------------------- decode table
+def _load_bench_decode():
+    sys.path.insert(0, os.path.dirname(BENCH_PY))  # bench_decode imports bench_timing beside it
+    try:
+        spec = importlib.util.spec_from_file_location("ffpa_bench_decode_under_test",
+                                                      os.path.join(os.path.dirname(BENCH_PY), "bench_decode.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.pop(0)
+
+
+def test_decode_table_reports_the_model_probe_or_its_failure():
+    """bench_decode.make_table: the decode rows against SDPA's best, the Hugging Face probe's line, and a
+    failed probe (recorded by run() as an hf_llama_failed row, the sweep then exiting 1) said as FAILED
+    with its error instead of losing the table."""
+    bd = _load_bench_decode()
+    cell = dict(dtype="bf16", B=8, S=32768, Hq=32, Hkv=8, D=128, Dv=128, Lq=1, causal=False, page_size=0, varlen=False)
+    rows = [{"kernel": "copy_ceiling", "gbps": 4000.0}, {"kernel": "gemm_ceiling", "tflops": 800.0},
+            dict(cell, kernel="ffpa_decode", gbps=3900.0, tflops=16.0), dict(cell, kernel="sdpa_cudnn", gbps=4100.0)]
+    data = {"device": "H200 (synthetic)", "date": "2026-11-26", "torch": "2.11", "rows": rows}
+    md = bd.make_table(data)
+    assert "| bf16 | 8 | 32768 | 32/8 | 128/128 | 1 | contiguous | 3900 (0.97) | 16 | - | 4100 | 0.95x |" in md
+    assert "Hugging Face" not in md
+    ok = {"kernel": "hf_llama", "layers": 4, "Hq": 32, "Hkv": 8, "D": 128, "B": 4, "prompt": 1024, "rounds": 5,
+          "sdpa_ms_per_token": 3.3, "ffpa_ms_per_token": 3.13}
+    assert "3.30 ms per token with SDPA, 3.13 ms under ffpa_attn.sdpa_patched()" in bd.make_table(dict(data, rows=rows + [ok]))
+    failed = {"kernel": "hf_llama_failed", "error": "RuntimeError: Detected 1 tensor(s) in the cudagraph pool"}
+    md = bd.make_table(dict(data, rows=rows + [failed]))
+    assert "Hugging Face Llama-style model: FAILED (RuntimeError: Detected 1 tensor(s) in the cudagraph pool)." in md
+    assert "3900 (0.97)" in md
