@@ -169,55 +169,31 @@ int decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms
   return ffpa::launch::choose_decode_splits(base_blocks, key_tiles, blocks_per_sm, sms, varlen, masked);
 }
 
-// The FA-2 family's tensor-core path (launch/ffpa_fwd.h, Fa2Mma): "auto", "sync" or "wgmma".
-void set_fa2_mma(const std::string& mode) {
-  using ffpa::launch::Fa2Mma;
-  if (mode == "auto") ffpa::launch::set_fa2_mma(Fa2Mma::kAuto);
-  else if (mode == "sync") ffpa::launch::set_fa2_mma(Fa2Mma::kSync);
-  else if (mode == "wgmma") ffpa::launch::set_fa2_mma(Fa2Mma::kWgmma);
-  else throw py::value_error("set_fa2_mma: `mode` must be 'auto', 'sync' or 'wgmma', got '" + mode + "'");
+// The process-wide modes (launch/ffpa_fwd.h): each enum's names in its order, 0 = "auto".
+// FA-2's tensor-core path (Fa2Mma), the split-KV merge's form (DecodeMerge, launch/heuristics.h), where
+// the FA-2-style FP8 kernel gets V^T (Fp8VTranspose).
+constexpr const char* kFa2MmaNames[] = {"auto", "sync", "wgmma"};
+constexpr const char* kDecodeMergeNames[] = {"auto", "fused", "kernel"};
+constexpr const char* kFp8VTransposeNames[] = {"auto", "kernel", "prepass"};
+static_assert(static_cast<int>(ffpa::launch::Fa2Mma::kWgmma) == 2 &&
+                  static_cast<int>(ffpa::launch::DecodeMerge::kKernel) == 2 &&
+                  static_cast<int>(ffpa::launch::Fp8VTranspose::kPrepass) == 2,
+              "the name tables follow the enums' order");
+
+// `fn`: the Python setter's name, for the error that lists the accepted modes.
+template <typename E, size_t N>
+void set_mode(const char* fn, const char* const (&names)[N], void (*set)(E), const std::string& mode) {
+  for (size_t i = 0; i < N; ++i)
+    if (mode == names[i]) return set(static_cast<E>(i));
+  std::string known;
+  for (size_t i = 0; i < N; ++i) known += std::string(i == 0 ? "'" : i + 1 == N ? " or '" : ", '") + names[i] + "'";
+  throw py::value_error(std::string(fn) + ": `mode` must be " + known + ", got '" + mode + "'");
 }
 
-std::string get_fa2_mma() {
-  switch (ffpa::launch::fa2_mma()) {
-    case ffpa::launch::Fa2Mma::kSync: return "sync";
-    case ffpa::launch::Fa2Mma::kWgmma: return "wgmma";
-    default: return "auto";
-  }
-}
-
-// The split-KV merge's form (launch/heuristics.h DecodeMerge): "auto", "fused" or "kernel".
-void set_decode_merge(const std::string& mode) {
-  using ffpa::launch::DecodeMerge;
-  if (mode == "auto") ffpa::launch::set_decode_merge(DecodeMerge::kAuto);
-  else if (mode == "fused") ffpa::launch::set_decode_merge(DecodeMerge::kFused);
-  else if (mode == "kernel") ffpa::launch::set_decode_merge(DecodeMerge::kKernel);
-  else throw py::value_error("set_decode_merge: `mode` must be 'auto', 'fused' or 'kernel', got '" + mode + "'");
-}
-
-std::string get_decode_merge() {
-  switch (ffpa::launch::decode_merge()) {
-    case ffpa::launch::DecodeMerge::kFused: return "fused";
-    case ffpa::launch::DecodeMerge::kKernel: return "kernel";
-    default: return "auto";
-  }
-}
-
-// Where the FA-2-style FP8 kernel gets V^T (launch/ffpa_fwd.h Fp8VTranspose): "auto", "kernel" or "prepass".
-void set_fp8_v_transpose(const std::string& mode) {
-  using ffpa::launch::Fp8VTranspose;
-  if (mode == "auto") ffpa::launch::set_fp8_v_transpose(Fp8VTranspose::kAuto);
-  else if (mode == "kernel") ffpa::launch::set_fp8_v_transpose(Fp8VTranspose::kKernel);
-  else if (mode == "prepass") ffpa::launch::set_fp8_v_transpose(Fp8VTranspose::kPrepass);
-  else throw py::value_error("set_fp8_v_transpose: `mode` must be 'auto', 'kernel' or 'prepass', got '" + mode + "'");
-}
-
-std::string get_fp8_v_transpose() {
-  switch (ffpa::launch::fp8_v_transpose()) {
-    case ffpa::launch::Fp8VTranspose::kKernel: return "kernel";
-    case ffpa::launch::Fp8VTranspose::kPrepass: return "prepass";
-    default: return "auto";
-  }
+template <typename E, size_t N>
+std::string mode_name(const char* const (&names)[N], E mode) {
+  const auto i = static_cast<size_t>(mode);
+  return i < N ? names[i] : names[0];
 }
 
 // Whether an auto-merge decode call fuses its merge (launch/heuristics.h), for explicit sizes (units:
@@ -244,19 +220,37 @@ PYBIND11_MODULE(_C, m) {
   m.def("decode_splits", &decode_splits, py::arg("base_blocks"), py::arg("key_tiles"), py::arg("blocks_per_sm"),
         py::arg("sms"), py::arg("varlen") = false, py::arg("masked") = false,
         "The split-KV count an auto decode call picks (csrc/launch/heuristics.h), for explicit sizes");
-  m.def("set_fa2_mma", &set_fa2_mma, py::arg("mode"),
-        "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
-        "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)");
-  m.def("get_fa2_mma", &get_fa2_mma, "The FA-2 tensor-core path set by set_fa2_mma");
-  m.def("set_decode_merge", &set_decode_merge, py::arg("mode"),
-        "Split-KV decode's merge, process-wide: 'auto' (fused into the split kernel where the launcher's "
-        "heuristic says, else the merge kernel), 'fused' (wherever the kernel has it) or 'kernel'");
-  m.def("get_decode_merge", &get_decode_merge, "The split-KV merge's form set by set_decode_merge");
-  m.def("set_fp8_v_transpose", &set_fp8_v_transpose, py::arg("mode"),
-        "Where the FA-2-style FP8 kernel (head dims 64..256) gets V^T, process-wide: 'auto' (the launcher's "
-        "choice: the pre-pass, the faster today), 'kernel' (the kernel transposes V in shared memory itself, "
-        "at D = 64 and 128) or 'prepass' (a pre-pass kernel writes V^T to global memory first)");
-  m.def("get_fp8_v_transpose", &get_fp8_v_transpose, "The FP8 V^T form set by set_fp8_v_transpose");
+  m.def(
+      "set_fa2_mma",
+      [](const std::string& mode) {
+        set_mode("set_fa2_mma", kFa2MmaNames, &ffpa::launch::set_fa2_mma, mode);
+      },
+      py::arg("mode"),
+      "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
+      "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)");
+  m.def("get_fa2_mma", [] { return mode_name(kFa2MmaNames, ffpa::launch::fa2_mma()); },
+        "The FA-2 tensor-core path set by set_fa2_mma");
+  m.def(
+      "set_decode_merge",
+      [](const std::string& mode) {
+        set_mode("set_decode_merge", kDecodeMergeNames, &ffpa::launch::set_decode_merge, mode);
+      },
+      py::arg("mode"),
+      "Split-KV decode's merge, process-wide: 'auto' (fused into the split kernel where the launcher's "
+      "heuristic says, else the merge kernel), 'fused' (wherever the kernel has it) or 'kernel'");
+  m.def("get_decode_merge", [] { return mode_name(kDecodeMergeNames, ffpa::launch::decode_merge()); },
+        "The split-KV merge's form set by set_decode_merge");
+  m.def(
+      "set_fp8_v_transpose",
+      [](const std::string& mode) {
+        set_mode("set_fp8_v_transpose", kFp8VTransposeNames, &ffpa::launch::set_fp8_v_transpose, mode);
+      },
+      py::arg("mode"),
+      "Where the FA-2-style FP8 kernel (head dims 64..256) gets V^T, process-wide: 'auto' (the launcher's "
+      "choice: the pre-pass, the faster today), 'kernel' (the kernel transposes V in shared memory itself, "
+      "at D = 64 and 128) or 'prepass' (a pre-pass kernel writes V^T to global memory first)");
+  m.def("get_fp8_v_transpose", [] { return mode_name(kFp8VTransposeNames, ffpa::launch::fp8_v_transpose()); },
+        "The FP8 V^T form set by set_fp8_v_transpose");
   m.def("decode_fused_merge", &decode_fused_merge, py::arg("rows"), py::arg("head_dim_v"), py::arg("splits"),
         py::arg("threads"), py::arg("units") = 1, "Whether an auto decode call fuses its merge (csrc/launch/heuristics.h), for explicit sizes");
   if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();
