@@ -15,6 +15,8 @@ rescales), each allowed 2 sigma, give the bound 4 * u * sqrt((D + S) / 16) * max
 The lse gets u * sqrt(D / 16) * (|lse| + 4) on top of its tolerance (acc="fp16")."""
 from __future__ import annotations
 
+import contextlib
+
 import math
 
 import torch
@@ -219,3 +221,17 @@ def kernels_launched(fn):
         fn()
         torch.cuda.synchronize()
     return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+
+
+@contextlib.contextmanager
+def process_mode(name, mode):
+    """ffpa_attn._C.set_<name>(mode) (a process-wide mode: decode_merge, fp8_v_transpose, fa2_mma) for the
+    block, checked through get_<name>, and back to 'auto' after."""
+    import ffpa_attn._C as C
+
+    getattr(C, f"set_{name}")(mode)
+    assert getattr(C, f"get_{name}")() == mode
+    try:
+        yield mode
+    finally:
+        getattr(C, f"set_{name}")("auto")

@@ -15,6 +15,7 @@ import torch
 import ffpa_attn
 from _cpu_helpers import ref_attention
 from _decode_case import LSE_TOL, TOL, poison
+from _reference import process_mode
 
 pytestmark = pytest.mark.requires_cuda
 
@@ -64,11 +65,8 @@ def _case(B, Lq, Hq, Hkv, S, D, Dv, mask_dtype, splits, causal=False, v_view_of_
 
 @pytest.fixture(params=["kernel", "fused"])
 def merge(request):
-    import ffpa_attn._C as C
-
-    C.set_decode_merge(request.param)
-    yield request.param
-    C.set_decode_merge("auto")
+    with process_mode("decode_merge", request.param):
+        yield request.param
 
 
 @pytest.mark.parametrize("mask_dtype", MASK_DTYPES, ids=lambda d: str(d).split(".")[-1])

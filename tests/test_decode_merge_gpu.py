@@ -12,6 +12,7 @@ import torch
 
 import ffpa_attn
 from _decode_case import compile_and_graph_replay, run_case
+from _reference import process_mode
 
 pytestmark = pytest.mark.requires_cuda
 
@@ -33,12 +34,8 @@ def _pick(d):
 
 @pytest.fixture(params=["fused", "kernel"])
 def merge(request):
-    import ffpa_attn._C as C
-
-    C.set_decode_merge(request.param)
-    assert C.get_decode_merge() == request.param
-    yield request.param
-    C.set_decode_merge("auto")
+    with process_mode("decode_merge", request.param):
+        yield request.param
 
 
 def _merged_as(names, mode, splits, S, block_n=64):

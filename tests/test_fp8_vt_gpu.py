@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import ffpa_attn
-from _reference import kernels_launched
+from _reference import kernels_launched, process_mode
 from test_fp8_gpu import _FP8_DIMS, _case, _check_fp8_kernel, needs_fp8_kernel
 
 pytestmark = [pytest.mark.gpu, pytest.mark.requires_cuda]
@@ -23,12 +23,8 @@ IN_KERNEL_DIMS = [d for d in (64, 128) if d in _FP8_DIMS]
 
 @pytest.fixture(params=["kernel", "prepass"])
 def form(request):
-    import ffpa_attn._C as C
-
-    C.set_fp8_v_transpose(request.param)
-    assert C.get_fp8_v_transpose() == request.param
-    yield request.param
-    C.set_fp8_v_transpose("auto")
+    with process_mode("fp8_v_transpose", request.param):
+        yield request.param
 
 
 def _in_kernel_dim(D):
@@ -78,14 +74,11 @@ def test_forms_agree_to_the_bit_and_run_the_kernels_they_say(D):
     v_wide[..., D:] = v8
     v_view = v_wide[..., D:]  # row stride 2 D bytes: V as it lies is read through its strides
     res, ran = {}, {}
-    try:
-        for mode in ("kernel", "prepass"):
-            C.set_fp8_v_transpose(mode)
+    for mode in ("kernel", "prepass"):
+        with process_mode("fp8_v_transpose", mode):
             info = C.kernel_info("float8_e4m3fn", "fp8", D, D)
             assert info["fp8_vt_prepass"] == (mode == "prepass"), info
             res[mode], ran[mode] = _call(q8, k8, v_view, qd, kd, vd, is_causal=True)
-    finally:
-        C.set_fp8_v_transpose("auto")
     assert not any(PREPASS in n for n in ran["kernel"]), ran["kernel"]
     assert any(PREPASS in n for n in ran["prepass"]), ran["prepass"]
     for name in ran.values():
@@ -103,11 +96,8 @@ def test_d256_keeps_the_prepass():
     if 256 not in _FP8_DIMS:
         pytest.skip("FP8 kernel D=256 not compiled")
     (q8, qd), (k8, kd), (v8, vd) = _case(1, 2, 2, 200, 300, 256, seed=3)
-    try:
-        for mode in ("kernel", "auto"):
-            C.set_fp8_v_transpose(mode)
+    for mode in ("kernel", "auto"):
+        with process_mode("fp8_v_transpose", mode):
             assert C.kernel_info("float8_e4m3fn", "fp8", 256, 256)["fp8_vt_prepass"] is True
             _, names = _call(q8, k8, v8, qd, kd, vd)
             assert any(PREPASS in n for n in names), names
-    finally:
-        C.set_fp8_v_transpose("auto")
