@@ -2,7 +2,8 @@
 # Device check of the FA-2-style FP8 kernel's in-kernel V transpose (session 24): an FP8 + FA-2 build
 # (sm_90a; bf16 for the probe's and the fallback tests' FA-2 calls), the FP8 GPU tests (both V^T forms),
 # memcheck / racecheck / synccheck on sanitize_one.py's FP8 part, then scripts/dev/fp8_probe.py with the two
-# forms side by side (bench's interleaved timer, L2 flushed). Logs to $OUT. About 6 minutes.
+# forms side by side (bench's interleaved timer, L2 flushed). Logs to $OUT. About 5 minutes (session 24's
+# first run hung in every in-kernel call, before the producer's register count was fixed, and ran out its time).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}
