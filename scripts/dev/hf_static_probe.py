@@ -1,9 +1,10 @@
 """Development probe: the Hugging Face Llama-style model of the bench with the static cache (transformers
 compiles the step; a key-padding mask every step), plain SDPA vs sdpa_patched(): time per token (interleaved
-rounds, as the bench), whether the step replays a CUDA graph, and the GPU time per generated token by kernel
+rounds, as the bench; and attn_implementation="ffpa", the bench's third mode), whether the step replays a CUDA graph, and the GPU time per generated token by kernel
 (the profiler over a 17-token generate, its prefill subtracted by a 1-token one); CPU=1: the host's self
 time per generated token by op as well."""
 import collections
+import contextlib
 import os
 import statistics
 import sys
@@ -20,7 +21,19 @@ from bench_decode import hf_llama  # noqa: E402  (the bench's model, prompt and 
 model, prompt, kw = hf_llama(torch, transformers)
 kw["cache_implementation"] = os.environ.get("CACHE", "static") or None
 print("transformers", transformers.__version__, "compile config:", getattr(model.generation_config, "compile_config", None))
-CTX = {"sdpa": None, "ffpa": ffpa_attn.sdpa_patched}
+BACKEND = ffpa_attn.register_transformers("ffpa")
+
+
+@contextlib.contextmanager
+def ffpa_backend():  # attn_implementation="ffpa": the K/V heads are not repeated for it
+    model.set_attn_implementation(BACKEND)
+    try:
+        yield
+    finally:
+        model.set_attn_implementation("sdpa")
+
+
+CTX = {"sdpa": None, "ffpa": ffpa_attn.sdpa_patched, "ffpa_backend": ffpa_backend}
 
 
 def gen(n):
