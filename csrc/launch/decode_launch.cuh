@@ -69,7 +69,7 @@ struct DecodeLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     using V = Variant<kShared>;
     const int key_tiles = (p.len_kv + V::Traits::kBlockN - 1) / V::Traits::kBlockN;
     DecodePlan out;
-    out.splits = std::max(1, std::min(p.num_splits > 0 ? p.num_splits : splits<kShared>(p), std::max(key_tiles, 1)));
+    out.splits = clamp_decode_splits(p.num_splits > 0 ? p.num_splits : splits<kShared>(p), key_tiles);
     const int rows = std::min(Traits::kRows, (p.heads_q / p.heads_kv) * p.len_q);
     out.fused_merge = decode_fused_merge(rows, kHeadDimV, out.splits, V::Traits::kThreads, kFusedMergeBatch,
                                          kFusedMergeUnitsSync, decode_merge());

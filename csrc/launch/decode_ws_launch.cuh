@@ -168,7 +168,7 @@ DecodePlan DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) 
     const int s = p.num_splits > 0 ? p.num_splits
                                    : choose_decode_splits(static_cast<int64_t>(Impl::narrow_row_blocks(p)) * p.heads_kv *
                                                               p.batch, key_tiles, 1, num_sms());
-    out.splits = std::max(1, std::min(s, std::max(key_tiles, 1)));
+    out.splits = clamp_decode_splits(s, key_tiles);
     const int rows = static_cast<int>(std::min<int64_t>(Impl::NarrowTraits::kRows, Impl::packed_rows(p)));
     out.fused_merge = decode_fused_merge(rows, kHeadDimV, out.splits, 32 * Impl::NarrowTraits::kConsumerWarps,
                                          kFusedMergeBatch, kFusedMergeUnitsNarrow, decode_merge());
@@ -177,7 +177,7 @@ DecodePlan DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) 
   if (!Impl::takes(p)) return Impl::Fallback::plan(p);
   const int key_tiles = (p.len_kv + Impl::Traits::kBlockN - 1) / Impl::Traits::kBlockN;
   const int s = p.num_splits > 0 ? p.num_splits : choose_decode_splits(Impl::base_blocks(p), key_tiles, 1, num_sms());
-  out.splits = std::max(1, std::min(s, std::max(key_tiles, 1)));
+  out.splits = clamp_decode_splits(s, key_tiles);
   return out;
 }
 

@@ -192,11 +192,18 @@ constexpr int64_t kMergeWarpUnitsMin = 1024;
 // `batch` at a time, each round of loads a trip to L2 after the block's own work. Fused where that is at
 // most kFusedMergeMaxRounds rounds per thread: D = 128 GQA (4 rows, 6 splits: one round), the
 // repeated-heads static-cache step (one row): yes; MLA 16/1 (16 rows x 512 columns over 128 threads, two
-// units at once: 8 rounds), a batch of one with 49 splits (7 rounds): no.
-// NOT YET MEASURED (written without a GPU, session 23): scripts/dev/decode_pending_ab.sh runs the
-// A/B that sets the threshold; until then it is a first guess.
+// units at once: 8 rounds), a batch of one with 49 splits (7 rounds): no. Session 24's A/B on an H200
+// (scripts/dev/decode_merge_ab.py, docs/tuning_decode.md) kept the threshold: fused 0-2% faster at
+// D = 128 (11% on the masked static-cache step), even at D = 256 / 512, 6-9% slower on MLA 16/1 and 32/1.
 enum class DecodeMerge : int { kAuto = 0, kFused = 1, kKernel = 2 };
 constexpr int kFusedMergeMaxRounds = 2;
+// A split count (asked by the caller, or the auto one) within a kernel's key tiles: at least one split,
+// at most one per tile (an empty range merges as zeros, but more splits than tiles only add blocks).
+inline int clamp_decode_splits(int splits, int key_tiles) {
+  const int most = key_tiles > 1 ? key_tiles : 1;
+  return splits < 1 ? 1 : splits > most ? most : splits;
+}
+
 inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int batch, int units_at_once,
                                DecodeMerge mode) {
   if (splits <= 1 || mode == DecodeMerge::kKernel) return false;

@@ -165,7 +165,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
   }
   p.num_splits = static_cast<int>(num_splits);  // 0: the launcher's auto count (the heuristic only for auto)
   const launch::DecodePlan plan = kernel->decode_plan(p);
-  p.num_splits = std::max(1, plan.splits);
+  p.num_splits = plan.splits;  // at least 1 (clamp_decode_splits)
 
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(q.get_device()).stream();
   at::Tensor o_part, lse_part, counters;  // the splits' partials, kept alive until the kernels are enqueued
