@@ -20,6 +20,7 @@
 #include <math_constants.h>
 
 #include "ffpa/attn/state.cuh"
+#include "ffpa/kernels/decode_grid.cuh"
 #include "ffpa/kernels/decode_merge.cuh"
 #include "ffpa/kernels/decode_tile_mask.cuh"
 #include "ffpa/params.h"
@@ -71,10 +72,11 @@ struct DecodeFwd {
     w.group = p.heads_q / p.heads_kv;
     w.rows = w.group * p.len_q;
     const int m_tiles = (w.rows + kRows - 1) / kRows;
-    w.m0 = static_cast<int>(blockIdx.x % m_tiles) * kRows;
-    w.split = static_cast<int>(blockIdx.x / m_tiles);
-    w.head_kv = blockIdx.y;
-    w.batch = blockIdx.z;
+    const DecodeBlock b = decode_block();
+    w.m0 = b.x % m_tiles * kRows;
+    w.split = b.x / m_tiles;
+    w.head_kv = b.y;
+    w.batch = b.z;
     // Lengths are not checked on the host (no sync): clamp them to the cache so a bad one cannot
     // read outside it (FFPA_DEBUG_CHECKS reports them).
     const int len = p.seqlens != nullptr ? __ldg(p.seqlens + w.batch) : p.len_kv;

@@ -23,6 +23,7 @@
 #include <math_constants.h>
 
 #include "ffpa/attn/state.cuh"
+#include "ffpa/kernels/decode_grid.cuh"
 #include "ffpa/kernels/decode_merge.cuh"
 #include "ffpa/kernels/decode_sm90_ws.cuh"  // DecodeTmaMaps
 #include "ffpa/params.h"
@@ -59,6 +60,7 @@ struct DecodeNarrow {
 
   struct Work {
     int batch, head_kv, split, group;
+    int m_block;  // the row block (of kRows packed rows) of this KV head
     int g0, i0, rows_per_i, positions;
     int seqlen, first, n_tiles;  // key tiles [first, first + n_tiles) of 64 keys
   };
@@ -69,12 +71,13 @@ struct DecodeNarrow {
     const RowPacking<kRows> pack(w.group, p.len_q);
     w.rows_per_i = pack.rows_per_i;
     w.positions = pack.positions;
-    const int m_block = static_cast<int>(blockIdx.x) % pack.blocks;
-    w.split = static_cast<int>(blockIdx.x) / pack.blocks;
-    w.head_kv = blockIdx.y;
-    w.batch = blockIdx.z;
-    w.g0 = pack.g0(m_block);
-    w.i0 = pack.i0(m_block);
+    const kernels::DecodeBlock b = kernels::decode_block();
+    w.m_block = b.x % pack.blocks;
+    w.split = b.x / pack.blocks;
+    w.head_kv = b.y;
+    w.batch = b.z;
+    w.g0 = pack.g0(w.m_block);
+    w.i0 = pack.i0(w.m_block);
     const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + w.positions, p.len_q) - 1);
     w.seqlen = keys.seqlen;
     w.first = keys.first;
@@ -272,7 +275,7 @@ struct DecodeNarrow {
   static __device__ __forceinline__ void merge_if_last(const DecodeParams& p, const Work& w, int* flag) {
     const RowPacking<kRows> pack(w.group, p.len_q);
     const int64_t row_block =
-        (static_cast<int64_t>(w.batch) * p.heads_kv + w.head_kv) * pack.blocks + static_cast<int>(blockIdx.x) % pack.blocks;
+        (static_cast<int64_t>(w.batch) * p.heads_kv + w.head_kv) * pack.blocks + w.m_block;
     const int tid = threadIdx.x;
     if (!kernels::decode_split_arrive(p, row_block, tid, flag, [] { ptx::named_barrier_sync(kBarTile, 128); })) return;
     const int i0 = w.i0, g0 = w.g0, rows_per_i = w.rows_per_i, group = w.group, len_q = p.len_q;

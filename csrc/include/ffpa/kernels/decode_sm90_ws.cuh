@@ -30,6 +30,7 @@
 #include <math_constants.h>
 
 #include "ffpa/attn/state.cuh"
+#include "ffpa/kernels/decode_grid.cuh"
 #include "ffpa/kernels/ffpa_ws_pipeline.cuh"
 #include "ffpa/params.h"
 #include "ffpa/ptx/tma.cuh"
@@ -102,6 +103,7 @@ struct DecodeWsProblem {
     Item w;
     w.m0 = 0;
     w.rows_per_i = pack.rows_per_i;
+    t = kernels::decode_block_1d(t);
     const int m_block = t % pack.blocks;
     t /= pack.blocks;
     w.group = Traits::kGroups == 1 ? 0 : t % Traits::kGroups;
