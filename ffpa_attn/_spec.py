@@ -127,9 +127,11 @@ _FFPA_LAUNCHER = "FfpaLauncher<{elem}, {d}, {dv}, Level::kL{level}, {acc}>"
 # FA-2: 32..256 step 32, 192/128, 320 and 384, where its whole-head-dim tile beats FFPA L1
 # (docs/tuning_fa2.md runs 8 and 16).
 _FA2_PAIRS = tuple((d, d) for d in range(32, 257, 32)) + ((192, 128), (320, 320), (384, 384))
-# On Hopper, FFPA L1's wgmma + TMA kernel beats FA-2's whole-head-dim wgmma tile at 320 and 384 (H200, bf16,
-# B=1 H=32 N=8192, one run: 476 / 515 against 397 / 340 TFLOPS): FA-2's wgmma line stops at 256.
-_FA2_WGMMA_PAIRS = tuple(p for p in _FA2_PAIRS if max(p) <= 256)
+# On Hopper FA-2's wgmma line goes to 320, past 256 on the warp-specialised kernel only (P V in two wgmmas,
+# 48-key tiles): 675 TFLOPS against FFPA L1's Hopper kernel's 461 (H200, bf16, B=1 H=32 N=8192, one run;
+# docs/hopper_profile.md session 25). At 384 its O (192 registers) spills and 32-key tiles are all that fit:
+# 278 against 492, so 384 runs FFPA L1 on Hopper.
+_FA2_WGMMA_PAIRS = tuple(p for p in _FA2_PAIRS if max(p) <= 320)
 
 FAMILIES = (
     # FA-2 on Hopper: the warpgroup MMA (fa2_fwd_sm90.cuh), preferred on compute capability 9.0

@@ -280,10 +280,10 @@ def test_level_heuristic_rule():
 @pytest.mark.parametrize("d", [320, 384])
 def test_auto_routes_d320_and_d384(d):
     """D = 320 and 384 auto calls run the FA-2 family when this build has its (d, d) kernel (its
-    whole-head-dim tile beats every mma.sync FFPA tile there, README 'Measured'), except on a compute
-    capability 9.0 device with FFPA L1's Hopper kernel for the pair, which beats FA-2 there (per-arch
-    kernels first; set_fa2_mma('sync') keeps FA-2's mma.sync); forced levels and fp16/mixed
-    accumulation still reach FFPA. Asked of the C++ chooser, the one that decides."""
+    whole-head-dim tile beats every mma.sync FFPA tile there, README 'Measured'). On a compute
+    capability 9.0 device per-arch kernels come first: FA-2's Hopper kernel at 320, FFPA L1's at 384,
+    where FA-2 has no Hopper kernel (set_fa2_mma('sync') keeps FA-2's mma.sync); forced levels and
+    fp16/mixed accumulation still reach FFPA. Asked of the C++ chooser, the one that decides."""
     from ffpa_attn import _ops
 
     if (d, d) not in _pairs("fa2"):
@@ -291,9 +291,14 @@ def test_auto_routes_d320_and_d384(d):
     info = ffpa_attn.build_info()
     dt = info["dtypes"][0]
     cc = torch.cuda.get_device_capability() if torch.cuda.is_available() else None
-    hopper_l1 = cc == (9, 0) and any(e["family"] == "ffpa_l1" and e["arch"] == "90a" and e["dtype"] == dt
-                                     and (e["E"], e["Ev"]) == (d, d) for e in info["registry"])
+    def hopper(family):
+        return cc == (9, 0) and any(e["family"] == family and e["arch"] == "90a" and e["dtype"] == dt
+                                    and (e["E"], e["Ev"]) == (d, d) for e in info["registry"])
+
+    hopper_l1 = hopper("ffpa_l1") and not hopper("fa2")
     assert _ops.chosen_kernel(dt, d, d)["family"] == ("ffpa_l1" if hopper_l1 else "fa2")
+    if hopper("fa2"):
+        assert _ops.chosen_kernel(dt, d, d)["mma"] == "wgmma"
     if hopper_l1:
         assert _ops.chosen_kernel(dt, d, d)["mma"] == "wgmma"
         _ops._C.set_fa2_mma("sync")
@@ -334,12 +339,15 @@ def test_chooser_reads_the_registry():
             continue
         got = _ops.chosen_kernel(dt, *pair)
         assert got is not None, e
-        # on Hopper the per-arch kernels come first: FFPA L1's at D = 320 / 384, beside FA-2's mma.sync
-        hopper_l1 = wgmma_here and any(x["family"] == "ffpa_l1" and x["arch"] == "90a" and x["dtype"] == dt
-                                       and (x["E"], x["Ev"]) == pair for x in info["registry"])
+        # on Hopper the per-arch kernels come first: FA-2's up to 320, FFPA L1's at 384 beside FA-2's mma.sync
+        def hopper(family):
+            return wgmma_here and any(x["family"] == family and x["arch"] == "90a" and x["dtype"] == dt
+                                      and (x["E"], x["Ev"]) == pair for x in info["registry"])
+
+        hopper_l1 = hopper("ffpa_l1") and not hopper("fa2")
         assert (got["family"] == "fa2") == (pair in _pairs("fa2") and not hopper_l1), (e, got)
         if got["family"] == "fa2":
-            assert got["mma"] == ("wgmma" if wgmma_here else "mma.sync"), got
+            assert got["mma"] == ("wgmma" if hopper("fa2") else "mma.sync"), got
         assert got["family"] in _ops.kernel_families("fwd", *pair, dt, cc=cc)
         if e["level"]:
             assert _ops.chosen_kernel(dt, *pair, level=e["level"])["family"] == e["family"]

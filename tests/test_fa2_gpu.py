@@ -61,7 +61,7 @@ def mma(request):
 
 def expected_mma(mma, e, ev):
     """The instruction kernel_info should report for (E, Ev) on path `mma`."""
-    return "wgmma" if WGMMA_HERE and mma == "auto" and max(e, ev) <= 256 else "mma.sync"
+    return "wgmma" if WGMMA_HERE and mma == "auto" and max(e, ev) <= 320 else "mma.sync"
 
 
 def need(dtype, d, dv=None):
@@ -74,7 +74,7 @@ def run_fa2(q, k, v, causal="none", attn_mask=None, **kw):
     """forward() on the FA-2 kernel (strict: no fallback), outputs poisoned before the run."""
     chosen = _ops.chosen_kernel(DT_NAME[q.dtype], q.shape[-1], v.shape[-1])["family"]
     if chosen == "ffpa_l1" and WGMMA_HERE and max(q.shape[-1], v.shape[-1]) > 256:
-        pytest.skip("on Hopper D = 320 / 384 run FFPA L1's wgmma + TMA kernel (FA-2 there: set_fa2_mma('sync'))")
+        pytest.skip("on Hopper D = 384 runs FFPA L1's wgmma + TMA kernel (FA-2 there: set_fa2_mma('sync'))")
     assert chosen == "fa2"
     B, Hq, L, _ = q.shape
     poison_allocator(((B, Hq, L, v.shape[-1]), q.dtype), ((B, Hq, L), torch.float32))
@@ -116,7 +116,7 @@ LENGTHS = [(1, 1), (17, 17), (255, 255), (1000, 1000), (4097, 4097), (1, 4097), 
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
-@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("D", [64, 128, 256, 320])
 @pytest.mark.parametrize("L,S", LENGTHS, ids=[f"L{a}-S{b}" for a, b in LENGTHS])
 @pytest.mark.parametrize("causal", list(CAUSAL))
 def test_fa2_odd_lengths(dtype, D, L, S, causal, mma):
@@ -142,7 +142,7 @@ def test_fa2_scores_rising_then_jumping(dtype, D, causal, mma):
     check(out, lse, q, k, v, causal, what=f"D={D} {causal} rising scores")
 
 
-@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("D", [64, 128, 256, 320])
 @pytest.mark.parametrize("causal", ["none", "top_left", "bottom_right"])
 def test_fa2_more_items_than_sms(D, causal, mma):
     """More work slots than SMs: the Hopper kernel's persistent blocks take items from a work counter
@@ -157,7 +157,7 @@ def test_fa2_more_items_than_sms(D, causal, mma):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
-@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("D", [64, 128, 256, 320])
 @pytest.mark.parametrize("kind", MASK_KINDS)
 def test_fa2_masks(dtype, D, kind, mma):
     need(dtype, D)
@@ -220,28 +220,30 @@ def test_fa2_bnhd_views_without_copy(dtype, case):
 
 
 @pytest.mark.skipif(not WGMMA_HERE, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
-@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("D", [64, 128, 256, 320])
 def test_fa2_hopper_tma_kernel_and_its_fallback(D):
-    """On Hopper, D <= 256 runs the warp-specialised TMA kernel for BHLD and BLHD tensors; an explicit
+    """On Hopper, D <= 320 runs the warp-specialised TMA kernel for BHLD and BLHD tensors; an explicit
     num_stages, or K/V broadcast over the batch (stride 0: no TMA map), runs the cp.async wgmma
-    kernel instead. Each path is checked against the reference, and which kernel ran is read
-    from the profiler, so a path that silently took the other kernel fails."""
+    kernel instead (up to D = 256; past it the mma.sync kernel, on the same blocks as a masked call's
+    TMA kernel). Each path is checked against the reference, and which kernel ran is read from the
+    profiler, so a path that silently took the other kernel fails."""
     dtype = _first_dtype(D)
     B, Hq, Hkv, L, S = 2, 4, 2, 333, 517
+    fallback = "fa2_fwd_wgmma_kernel" if D <= 256 else "fa2_fwd_kernel"
     cases = {
         "bhld": (rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=21), {}, "fa2_fwd_ws_kernel"),
         "blhd": (rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=22, layout="blhd"), {}, "fa2_fwd_ws_kernel"),
-        "num_stages=2": (rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=23), {"num_stages": 2}, "fa2_fwd_wgmma_kernel"),
+        "num_stages=2": (rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=23), {"num_stages": 2}, fallback),
     }
     q, k, v = rand_qkv(1, Hq, Hkv, L, S, D, dtype, seed=24)
     cases["kv broadcast over batch"] = ((torch.cat([q, q.flip(2)]), k.expand(B, -1, -1, -1), v.expand(B, -1, -1, -1)),
-                                        {}, "fa2_fwd_wgmma_kernel")
+                                        {}, fallback)
     # attn_mask runs the tile aligned to mask blocks (kernel_info's mask_block_m x mask_block_n), on
     # either kernel
     mask = make_mask("blocksparse", B, Hq, L, S, dtype, torch.Generator(device="cuda").manual_seed(25))
     cases["blocksparse mask"] = (cases["bhld"][0], {"attn_mask": mask}, "fa2_fwd_ws_kernel")
-    cases["blocksparse mask, num_stages=2"] = (cases["bhld"][0], {"attn_mask": mask, "num_stages": 2},
-                                               "fa2_fwd_wgmma_kernel")
+    cases["blocksparse mask, num_stages=2"] = (cases["bhld"][0], {"attn_mask": mask, "num_stages": 2}, fallback)
+    cases["blocksparse mask, kv broadcast"] = (cases["kv broadcast over batch"][0], {"attn_mask": mask}, fallback)
     for name, ((q, k, v), kw, kernel) in cases.items():
         for causal in ("none",) if "attn_mask" in kw else ("none", "bottom_right"):  # SDPA: one or the other
             got = {}
@@ -336,7 +338,7 @@ def test_op_applies_mask_and_causal_together():
 # stack), D = 384's whole-head-dim tile spills 40 B and still beats FFPA L1 (run 8). Every other
 # entry must stay spill-free.
 FA2_LOCAL_BYTES_BUDGET = {128: 32, 384: 40}
-# wgmma (D <= 256: the TMA kernel and its cp.async fallback): no local memory.
+# wgmma (D <= 320: the TMA kernel, and up to 256 its cp.async fallback): no local memory.
 FA2_WGMMA_LOCAL_BYTES_BUDGET = {}
 
 
@@ -358,8 +360,8 @@ def test_fa2_kernel_info_and_no_register_spills():
                     assert info["registers"] <= 255
                     # masked calls on Hopper run a tile of 128 rows x a power-of-two key tile, so mask
                     # blocks of 64 or 128 line up with whole tiles
-                    if info["mma"] == "wgmma" and max(e, ev) <= 256:
-                        assert (info["mask_block_m"], info["mask_block_n"]) in ((128, 128), (128, 64)), info
+                    if info["mma"] == "wgmma":
+                        assert (info["mask_block_m"], info["mask_block_n"]) in ((128, 128), (128, 64), (128, 32)), info
         finally:
             ffpa_attn.set_fa2_mma("auto")
 

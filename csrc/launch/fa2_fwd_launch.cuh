@@ -1,9 +1,9 @@
 // Definition of the FA-2 forward launchers, one per kernel (kMma: mma.sync, or the sm_90a wgmma
 // kernel): tile from its table, pipeline depth, shared-memory opt-in, the block map's tile size.
-// The wgmma launcher runs the warp-specialised TMA kernel (fa2_fwd_sm90_ws.cuh) for head dims up
-// to 256 when num_stages is auto and TMA can describe q, k and v; otherwise (a stride or base TMA
-// cannot take, an explicit num_stages) the cp.async wgmma kernel, on the same tile. The wgmma
-// launcher stops at D = 256 (ffpa_attn/_spec.py: FFPA L1 runs wider heads on Hopper).
+// The wgmma launcher runs the warp-specialised TMA kernel (fa2_fwd_sm90_ws.cuh) when num_stages is
+// auto and TMA can describe q, k and v; otherwise (a stride TMA cannot take, an explicit
+// num_stages) the cp.async wgmma kernel, on the same tile, up to D = 256, and the mma.sync kernel
+// past it (ffpa_attn/_spec.py builds the wgmma line up to 320: FFPA L1 runs wider heads on Hopper).
 // Which one a call runs is the chooser's (launch/route.cpp; registry data from ffpa_attn/_spec.py).
 // Included only by the generated instantiation files.
 #pragma once
@@ -22,18 +22,20 @@
 
 namespace ffpa::launch {
 
-// The warp-specialised TMA kernel's side of the wgmma launcher (kOn: head dims up to 256 of an
+// The warp-specialised TMA kernel's side of the wgmma launcher (kOn: the wgmma launcher of an
 // sm_90a build); off, it is never wanted.
-template <typename Element, typename Traits, bool kOn>
+template <typename Element, typename TraitsT, bool kOn>
 struct Fa2WsLaunch {
+  using Traits = TraitsT;
   static bool wanted(int) { return false; }
   static cudaError_t info(KernelInfo, bool, KernelInfo*) { return cudaErrorNotSupported; }
   static cudaError_t run(const FwdParams&, cudaStream_t) { return cudaErrorNotSupported; }
 };
 
 #if FFPA_HAS_SM90A
-template <typename Element, typename Traits>
-struct Fa2WsLaunch<Element, Traits, true> {
+template <typename Element, typename TraitsT>
+struct Fa2WsLaunch<Element, TraitsT, true> {
+  using Traits = TraitsT;
   using Plan = attn::Fa2WsPlan<Traits>;
   // Ping-pong turns between the consumer warpgroups: +0.5..1.5% at D = 64..256 (H200, one run;
   // docs/hopper_profile.md).
@@ -47,6 +49,10 @@ struct Fa2WsLaunch<Element, Traits, true> {
 
   // k: the cp.async kernel's description of the same tile.
   static cudaError_t info(KernelInfo k, bool query_attributes, KernelInfo* out) {
+    k.wgmma = true;
+    k.block_m = Traits::kBlockM;
+    k.block_n = Traits::kBlockN;
+    k.warps_m = Traits::kWarps;
     k.threads = Plan::kThreads;
     k.producer_warps = 4;
     k.num_stages = Plan::kStages;
@@ -135,18 +141,32 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
       }
     }
   };
-  using V = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, std::conditional_t<kWgmma, Fa2WgmmaTileFor<kD>, Fa2TileFor<kD>>>>;
-  static_assert(V::Traits::kWgmma == kWgmma, "the tile table row and the launcher disagree on the MMA");
+  // Past D = 256 the wgmma launcher has the warp-specialised kernel only (P V in two wgmmas; the
+  // cp.async wgmma kernel stops at 256): where it does not run (TMA cannot take the tensors, an
+  // explicit num_stages, attn_mask) the mma.sync kernel runs, on its own table's tile.
+  static constexpr bool kWsOnly = kWgmma && kD > 256;
+  using V = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV,
+                              std::conditional_t<kWgmma && !kWsOnly, Fa2WgmmaTileFor<kD>, Fa2TileFor<kD>>>>;
+  static_assert(V::Traits::kWgmma == (kWgmma && !kWsOnly), "the tile table row and the launcher disagree on the MMA");
 
-  // The warp-specialised kernel for this tile (the wgmma launcher's head dims all take it).
+  // The warp-specialised kernel (the wgmma launcher's head dims all take it).
   static constexpr bool kWsOn = kWgmma;
-  using Ws = Fa2WsLaunch<Element, typename V::Traits, kWsOn>;
+  using Ws = Fa2WsLaunch<
+      Element, std::conditional_t<kWsOn, Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaTileFor<kD>>, typename V::Traits>,
+      kWsOn>;
   // Calls with attn_mask: the same two kernels on a tile aligned to mask blocks where the table's
-  // is not (fa2_tile_sm90_masked; up to D = 256 on Hopper). Picked by the block map's tile.
-  using VM = std::conditional_t<kWsOn, Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaMaskedTileFor<kD>>>, V>;
-  using WsM = Fa2WsLaunch<Element, typename VM::Traits, kWsOn>;
+  // is not (fa2_tile_sm90_masked, 128 query rows by a power-of-two key tile). Picked by the block
+  // map's tile. Past 256 (kWsOnly) the warp-specialised kernel on 32-key tiles, its fallback the
+  // mma.sync kernel's table tile, of the same blocks.
+  using VM = std::conditional_t<kWsOn && !kWsOnly, Variant<Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaMaskedTileFor<kD>>>, V>;
+  using WsM = Fa2WsLaunch<
+      Element, std::conditional_t<kWsOn, Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaMaskedTileFor<kD>>, typename VM::Traits>,
+      kWsOn>;
+  static_assert(!kWsOn || (VM::Traits::kBlockM == WsM::Traits::kBlockM && VM::Traits::kBlockN == WsM::Traits::kBlockN),
+                "a masked call's two kernels share the block map's tile");
+  // (kWsOnly: the fallback's tile is the same for both, the warp-specialised kernel's key tile not.)
   static constexpr bool kMaskTile =
-      VM::Traits::kBlockM != V::Traits::kBlockM || VM::Traits::kBlockN != V::Traits::kBlockN;
+      kWsOnly || VM::Traits::kBlockM != V::Traits::kBlockM || VM::Traits::kBlockN != V::Traits::kBlockN;
 
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out) {
     using Traits = typename V::Traits;
@@ -168,7 +188,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     k.threads = Traits::kThreads;
     k.num_stages = V::pick_stages(num_stages);
     k.smem_bytes = Traits::smem_bytes(k.num_stages);
-    if (Ws::wanted(num_stages)) return Ws::info(k, query_attributes, out);
+    if (Ws::wanted(num_stages)) return Ws::info(k, query_attributes, out);  // (kWsOnly: with the fallback's mask tile)
     if (query_attributes) {
       const cudaError_t err = query_kernel_attributes(V::kernel(k.num_stages), &k);
       if (err != cudaSuccess) return err;
@@ -186,7 +206,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
   }
 
   // One tile: the warp-specialised kernel where wanted and TMA takes the tensors, else the
-  // cp.async kernel at the requested (or default) depth.
+  // variant's kernel (cp.async wgmma, or mma.sync past 256) at the requested (or default) depth.
   template <typename Var, typename WsT>
   static cudaError_t run_on(FwdParams p, cudaStream_t stream) {
     using Traits = typename Var::Traits;

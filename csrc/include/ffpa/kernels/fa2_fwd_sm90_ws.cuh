@@ -73,7 +73,7 @@ struct Fa2WsPlan {
   static constexpr int kConsumers = Traits::kWarps / 4;  // consumer warpgroups of 64 rows each
   static_assert((kConsumers == 2 || kConsumers == 3) && Traits::kBlockM == 64 * kConsumers,
                 "two or three consumer warpgroups of 64 rows");
-  static_assert(Traits::kHeadDim <= 256 && Traits::kHeadDimV <= 256, "one wgmma per product (N <= 256)");
+  static_assert(Traits::kHeadDim <= 512 && Traits::kHeadDimV <= 512, "P V in at most two wgmmas of N <= 256");
   static constexpr int kThreads = 128 * (kConsumers + 1);
   // Registers per thread after setmaxnreg: the producer keeps 24, the consumers share the rest of
   // the 64 K (240 each for two warpgroups, 160 for three).
@@ -94,7 +94,11 @@ struct Fa2FwdWs {
   using QRing = StageRing<1>;
   using Common = Fa2FwdCommon<Traits, 2>;  // mask_tile only (static, register-free)
   using MmaS = ptx::WgmmaM64<Traits::kBlockN, Element>;
-  using MmaO = ptx::WgmmaM64<Traits::kHeadDimV, Element>;
+  // P V in wgmmas of at most 256 columns (wgmma's widest N): past Dv = 256 a second one takes the rest.
+  static constexpr int kNO0 = Traits::kNTilesO > 32 ? 32 : Traits::kNTilesO;  // n8 tiles of the first
+  static constexpr int kNO1 = Traits::kNTilesO - kNO0;                        // of the second (0: none)
+  using MmaO = ptx::WgmmaM64<8 * kNO0, Element>;
+  using MmaO1 = ptx::WgmmaM64<8 * (kNO1 > 0 ? kNO1 : kNO0), Element>;
   static constexpr int kBlockM = Traits::kBlockM;
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kNS = Traits::kNTilesS;
@@ -304,8 +308,13 @@ struct Fa2FwdWs {
   static __device__ __forceinline__ void issue_pv(float (&o)[kNO][4], const uint32_t (&pf)[kKStepsPV][4], uint32_t v_tile) {
     ptx::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kKStepsPV; ++kk)
-      MmaO::rs(o, pf[kk], ptx::gmma_desc_sw128(v_tile + VTile::mn_major_kstep(kk), VTile::kChunkBytes, 1024), 1);
+    for (int kk = 0; kk < kKStepsPV; ++kk) {
+      const uint32_t v_k = v_tile + VTile::mn_major_kstep(kk);
+      MmaO::rs(*reinterpret_cast<float(*)[kNO0][4]>(&o[0]), pf[kk], ptx::gmma_desc_sw128(v_k, VTile::kChunkBytes, 1024), 1);
+      if constexpr (kNO1 > 0)  // columns 256.. start at V's fifth 64-column chunk
+        MmaO1::rs(*reinterpret_cast<float(*)[kNO1 > 0 ? kNO1 : 1][4]>(&o[kNO0]), pf[kk],
+                  ptx::gmma_desc_sw128(v_k + 4 * VTile::kChunkBytes, VTile::kChunkBytes, 1024), 1);
+    }
     ptx::wgmma_commit_group();
   }
 

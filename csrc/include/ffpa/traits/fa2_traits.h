@@ -74,30 +74,39 @@ constexpr Fa2TileSpec fa2_tile_sm80(int head_dim) {
 // whose two K/V stages fit shared memory beside Q -- 176 up to D = 96, 96 up to 192, 80 up to 256
 // (each 4-13% faster than 128 / 96 / 64 on an H200: docs/hopper_profile.md) -- except D = 97..128:
 // 128 keys, where S, O and P fit the registers together so the softmax runs under P V (the kernel's
-// kDefer; with 176 keys ptxas ran it after P V: 0.4-11% slower, sessions 19-20). The table stops at
-// 256: past it, Hopper runs FFPA L1's wgmma + TMA kernel (ffpa_attn/_spec.py), which beat this
-// family's 320 / 384 tiles (P V in two wgmmas, 32-key tiles at 384) by 1.2-1.5x.
+// kDefer; with 176 keys ptxas ran it after P V: 0.4-11% slower, sessions 19-20). Past 256 the
+// warp-specialised kernel alone (P V in two wgmmas): 48 keys at 320, where two stages of K and V
+// fit beside Q's 80 KB and O's 160 registers leave room for S and P (0 spills; 675 against FFPA
+// L1's 461 TFLOPS on an H200, session 25). At 384 only 32 keys fit and O's 192 registers spill:
+// 278 against 492, so Hopper runs FFPA L1 there (ffpa_attn/_spec.py); the row stays for builds
+// that ask for it.
 constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
   if (head_dim <= 64) return fa2_wgmma_tile(3, 128);
   if (head_dim <= 96) return fa2_wgmma_tile(2, 176);
   if (head_dim <= 128) return fa2_wgmma_tile(2, 128);
   if (head_dim <= 192) return fa2_wgmma_tile(2, 96);
-  return fa2_wgmma_tile(2, 80);
+  if (head_dim <= 256) return fa2_wgmma_tile(2, 80);
+  if (head_dim <= 320) return fa2_wgmma_tile(2, 48);
+  return fa2_wgmma_tile(2, 32);
 }
 
 // The Hopper tile of calls with attn_mask: key tiles of a power of two (128 up to D = 128, 64 up to
-// 256) under 128 query rows, so a mask made of 64- or 128-wide blocks lines up with whole tiles,
+// 256, 32 past it) under 128 query rows, so a mask made of 64- or 128-wide blocks lines up with whole tiles,
 // which the block map then skips or keeps without reading the mask per element. The table's wider
 // tiles (192 rows, 176 / 80 keys) straddle such blocks and read the mask in most tiles: 0.07-0.21x
 // of these at D = 64..256 with a 128 x 128 checkerboard (H200, docs/hopper_profile.md).
 constexpr Fa2TileSpec fa2_tile_sm90_masked(int head_dim) {
   if (head_dim <= 128) return fa2_wgmma_tile(2, 128);
-  return fa2_wgmma_tile(2, 64);
+  if (head_dim <= 256) return fa2_wgmma_tile(2, 64);
+  // Past 256 two stages of 64 keys do not fit beside Q: 32, the key tile of the mma.sync table's row,
+  // which the launcher falls back to on the same block map (fa2_fwd_launch.cuh).
+  return fa2_wgmma_tile(2, 32);
 }
 template <int kHeadDim>
 struct Fa2WgmmaMaskedTileFor {
   static constexpr Fa2TileSpec value = fa2_tile_sm90_masked(kHeadDim);
 };
+
 
 // A tile as a type, what Fa2Traits takes: any type with `static constexpr Fa2TileSpec value`.
 template <int kHeadDim, bool kWgmma>
