@@ -10,11 +10,15 @@ no fused kernel with a mask; ours has (the FA-2 family and split-KV decode both 
 """
 from __future__ import annotations
 
-from typing import Optional
+import sys
+from typing import Callable, Optional
 
 import torch
 
 from .errors import FFPATypeError, FFPAUnsupportedError
+
+# transformers' SDPA backend: where it decides whether to repeat the K/V heads (use_gqa_in_sdpa).
+_SDPA_INTEGRATION = "transformers.integrations.sdpa_attention"
 
 
 def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -54,3 +58,41 @@ def register_transformers(name: str = "ffpa") -> str:
     AttentionInterface.register(name, attention_forward)
     AttentionMaskInterface.register(name, sdpa_mask)
     return name
+
+
+def _kernels_take(key: torch.Tensor, attention_mask: torch.Tensor) -> bool:
+    """Would ffpa_attn's kernels run an attention call on these K/V and this mask (a query like the
+    key: same device, dtype, batch and head dim)? Tensor metadata only: traces under torch.compile."""
+    from ._routing import _kernel_reason
+
+    if isinstance(key, torch.fx.Proxy) or key.dim() != 4:
+        return False
+    return _kernel_reason(key, key, key, attention_mask, 0.0, None, key.dtype, None, "auto") is None
+
+
+def keep_kv_heads_in_sdpa_backend() -> Optional[Callable[[], None]]:
+    """While SDPA is patched: transformers' SDPA backend repeats grouped K/V heads (``repeat_kv``, a copy
+    of the cache at Hq / Hkv times its bytes, every step) whenever it passes a mask, because SDPA's GQA
+    kernels take none (its ``use_gqa_in_sdpa``); ours do. Where that module is loaded, its decision is
+    widened to calls our kernels take, which then get the K/V heads as they are with ``enable_gqa``
+    (the ``attn_implementation="ffpa"`` backend's behaviour). Returns the function that restores it,
+    or None where there is nothing to change (transformers not imported, or another layout)."""
+    module = sys.modules.get(_SDPA_INTEGRATION)
+    original = getattr(module, "use_gqa_in_sdpa", None) if module is not None else None
+    if not callable(original):
+        return None
+
+    def use_gqa_in_sdpa(attention_mask: Optional[torch.Tensor], key: torch.Tensor, *args, **kwargs) -> bool:
+        # (attention_mask, key) up to transformers 4.x, (attention_mask, key, value) in 5.x
+        if original(attention_mask, key, *args, **kwargs):
+            return True
+        return attention_mask is not None and _kernels_take(key, attention_mask)
+
+    use_gqa_in_sdpa.__wrapped__ = original  # type: ignore[attr-defined]
+    module.use_gqa_in_sdpa = use_gqa_in_sdpa
+
+    def restore() -> None:
+        if getattr(module, "use_gqa_in_sdpa", None) is use_gqa_in_sdpa:
+            module.use_gqa_in_sdpa = original
+
+    return restore

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import _fastpath, _fp8, _ops
+from . import _fastpath, _fp8, _hf, _ops
 from ._masks import CAUSAL_ALIGNS, causal_keep, mask_as_4d
 from ._routing import _kernel_reason, decode_route
 from ._validate import (
@@ -516,6 +516,7 @@ scaled_dot_product_attention = forward
 
 # ========================================================================== patching
 _previous_sdpa: list = []  # what patch_sdpa() replaced (at most one entry)
+_restore_hf: list = []  # patch_sdpa()'s undo of the transformers SDPA backend's K/V-head decision
 
 
 def is_sdpa_patched() -> bool:
@@ -529,12 +530,17 @@ def patch_sdpa() -> None:
     Idempotent.  Affects code that looks the function up on ``torch.nn.functional`` at
     call time (``F.scaled_dot_product_attention(...)``, nn.MultiheadAttention, ...), not
     references taken earlier with ``from torch.nn.functional import ...``.
+
+    With transformers loaded, its SDPA backend also stops repeating grouped K/V heads for masked
+    calls our kernels take (:func:`ffpa_attn._hf.keep_kv_heads_in_sdpa_backend`).
     """
     current = F.scaled_dot_product_attention
     if current is forward:
         return
     _previous_sdpa[:] = [current]
     F.scaled_dot_product_attention = forward
+    restore = _hf.keep_kv_heads_in_sdpa_backend()
+    _restore_hf[:] = [restore] if restore is not None else []
 
 
 def unpatch_sdpa() -> None:
@@ -542,14 +548,21 @@ def unpatch_sdpa() -> None:
     if F.scaled_dot_product_attention is forward:
         F.scaled_dot_product_attention = _previous_sdpa[0] if _previous_sdpa else _SDPA
     _previous_sdpa.clear()
+    for restore in _restore_hf:
+        restore()
+    _restore_hf.clear()
 
 
 @contextlib.contextmanager
 def sdpa_patched() -> Iterator:
-    """Context manager: SDPA routed through ffpa_attn.forward inside, previous state after."""
+    """Context manager: SDPA routed through ffpa_attn.forward inside, previous state after (as
+    :func:`patch_sdpa`, transformers' K/V-head decision included)."""
     previous = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = forward
+    restore = _hf.keep_kv_heads_in_sdpa_backend()
     try:
         yield forward
     finally:
         F.scaled_dot_product_attention = previous
+        if restore is not None:
+            restore()

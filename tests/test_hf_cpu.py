@@ -102,3 +102,70 @@ def test_registered_backend_in_a_tiny_llama_matches_sdpa():
             got = model(ids, attention_mask=am).logits
     torch.testing.assert_close(got[1], want[1], rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(got[0, 4:], want[0, 4:], rtol=1e-4, atol=1e-4)
+
+
+class _FakeSdpaIntegration:
+    """Stands in for transformers.integrations.sdpa_attention (the decision sdpa_patched() widens)."""
+
+    def __init__(self):
+        import types as _types
+
+        self.module = _types.ModuleType("transformers.integrations.sdpa_attention")
+        # transformers 5's signature and rule on CUDA (4.x had no `value`)
+        self.original = lambda attention_mask, key, value: attention_mask is None
+        self.module.use_gqa_in_sdpa = self.original
+
+    def __enter__(self):
+        self.saved = sys.modules.get("transformers.integrations.sdpa_attention")
+        sys.modules["transformers.integrations.sdpa_attention"] = self.module
+        return self.module
+
+    def __exit__(self, *exc):
+        if self.saved is None:
+            del sys.modules["transformers.integrations.sdpa_attention"]
+        else:
+            sys.modules["transformers.integrations.sdpa_attention"] = self.saved
+
+
+@pytest.mark.parametrize("form", ["context", "pair"])
+def test_sdpa_patch_keeps_kv_heads_where_the_kernels_take_the_call(form, monkeypatch):
+    """sdpa_patched() / patch_sdpa() widen transformers' use_gqa_in_sdpa to masked calls our kernels take
+    (so its SDPA backend passes the K/V heads as they are) and restore it after; CPU tensors are not
+    ours to take, so there the decision stays transformers'."""
+    from ffpa_attn import _hf
+
+    key = torch.zeros(2, 2, 7, 16)
+    mask = torch.ones(2, 1, 1, 7, dtype=torch.bool)
+    with _FakeSdpaIntegration() as mod:
+        original = mod.use_gqa_in_sdpa
+        cm = ffpa_attn.sdpa_patched() if form == "context" else None
+        if cm is not None:
+            cm.__enter__()
+        else:
+            ffpa_attn.patch_sdpa()
+        try:
+            patched = mod.use_gqa_in_sdpa
+            assert patched is not original and patched.__wrapped__ is original
+            assert patched(None, key, key) is True  # transformers' own answer stands
+            assert patched(mask, key, key) is False  # CPU: the kernels do not take it, SDPA's GQA has no mask
+            monkeypatch.setattr(_hf, "_kernels_take", lambda k, m: True)
+            assert patched(mask, key, key) is True
+        finally:
+            if cm is not None:
+                cm.__exit__(None, None, None)
+            else:
+                ffpa_attn.unpatch_sdpa()
+        assert mod.use_gqa_in_sdpa is original
+        assert F.scaled_dot_product_attention is ffpa_attn.interface._SDPA
+
+
+def test_sdpa_patch_without_transformers_changes_nothing_else():
+    saved = sys.modules.pop("transformers.integrations.sdpa_attention", None)
+    try:
+        with ffpa_attn.sdpa_patched():
+            assert F.scaled_dot_product_attention is ffpa_attn.forward
+        assert F.scaled_dot_product_attention is ffpa_attn.interface._SDPA
+        assert "transformers.integrations.sdpa_attention" not in sys.modules
+    finally:
+        if saved is not None:
+            sys.modules["transformers.integrations.sdpa_attention"] = saved

@@ -127,3 +127,45 @@ def test_llama_with_the_ffpa_backend_keeps_kv_heads_and_matches_sdpa(head_dim):
     scale = want.abs().amax()
     assert (got - want).abs().amax() <= 0.03 * scale + 0.03, ((got - want).abs().amax(), scale)
     assert (got.argmax(-1) == want.argmax(-1)).float().mean() >= 0.9
+
+
+@pytest.mark.parametrize("head_dim", [128])
+@torch.inference_mode()
+def test_llama_static_cache_under_sdpa_patched_keeps_kv_heads(head_dim):
+    """sdpa_patched() with a static cache: every step passes a key-padding mask, and transformers' SDPA
+    backend, whose K/V-head decision the patch widens to calls our kernels take, hands SDPA (ours) the
+    cache's 2 K/V heads with enable_gqa instead of a copy repeated to 8. The decode steps run on the
+    decode family without a fallback; the logits agree with plain SDPA's within bf16 noise; the
+    decision is transformers' own again after the context."""
+    transformers, model = _model(head_dim)
+    import torch.nn.functional as F
+    from transformers.integrations import sdpa_attention
+
+    original = sdpa_attention.use_gqa_in_sdpa
+    g = torch.Generator(device="cuda").manual_seed(3)
+    tokens = torch.randint(0, 512, (2, PROMPT + NEW), device="cuda", generator=g)
+    want = _static_step_logits(transformers, model, tokens)
+    kv_heads = []
+    with ffpa_attn.sdpa_patched(), warnings.catch_warnings():
+        warnings.simplefilter("error", FFPAFallbackWarning)
+        patched = F.scaled_dot_product_attention
+
+        def spy(q, k, v, *a, **kw):
+            kv_heads.append((k.shape[1], kw.get("enable_gqa", False)))
+            return patched(q, k, v, *a, **kw)
+
+        F.scaled_dot_product_attention = spy
+        try:
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                got = _static_step_logits(transformers, model, tokens)
+                torch.cuda.synchronize()
+        finally:
+            F.scaled_dot_product_attention = patched
+    assert sdpa_attention.use_gqa_in_sdpa is original
+    assert kv_heads and set(kv_heads) == {(2, True)}, sorted(set(kv_heads))
+    names = [e.name for e in prof.events()]
+    decode_calls = sum("decode" in n and "merge" not in n for n in names)
+    assert decode_calls >= 2 * (NEW - 1), f"{decode_calls} decode kernel launches for {NEW - 1} steps x 2 layers"
+    scale = want.abs().amax()
+    assert (got - want).abs().amax() <= 0.03 * scale + 0.03, ((got - want).abs().amax(), scale)
+    assert (got.argmax(-1) == want.argmax(-1)).float().mean() >= 0.9
