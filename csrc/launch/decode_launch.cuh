@@ -21,6 +21,7 @@ __global__ void __launch_bounds__(DecodeTraits<kHeadDim, kHeadDimV, kSharedKV>::
                                   DecodeTraits<kHeadDim, kHeadDimV, kSharedKV>::kMinBlocks)
     decode_split_kernel(DecodeParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  ptx::launch_dependents();  // the merge kernel's blocks may take SMs this grid frees (launch_decode_merge)
   kernels::DecodeFwd<Element, kHeadDim, kHeadDimV, kSharedKV>::run(p);
 #endif
 }

@@ -9,6 +9,7 @@
 #include "ffpa/attn/state.cuh"
 #include "ffpa/constants.h"
 #include "ffpa/params.h"
+#include "ffpa/ptx/grid_dep.cuh"
 #include "ffpa/tile/numeric.cuh"
 
 namespace ffpa::kernels {
@@ -49,6 +50,7 @@ __global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(DecodeParam
   const int col_blocks = (p.head_dim_v + kMergeCols - 1) / kMergeCols;
   const int64_t unit = static_cast<int64_t>(blockIdx.x) * kUnitsPerBlock + warp;  // (item, column block)
   const int64_t items = static_cast<int64_t>(p.batch) * p.heads_kv * rows;
+  ptx::grid_dependency_wait();  // launched programmatically after the split kernel: its partials complete
   if (kWarpsPerUnit == 1 && unit >= items * col_blocks) return;  // whole warps: no block-wide barrier follows
   const int64_t item = unit / col_blocks;  // (batch, kv head, packed row)
   const int cb = static_cast<int>(unit % col_blocks);

@@ -348,6 +348,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     decode_split_narrow_kernel(const __grid_constant__ DecodeParams p, const __grid_constant__ DecodeTmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];
+  ptx::launch_dependents();  // the merge kernel's blocks may take SMs this grid frees (launch_decode_merge)
   DecodeNarrow<Traits>::run(p, maps, smem);
 #elif defined(__CUDA_ARCH__)
   __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)

@@ -33,6 +33,7 @@
 #include "ffpa/kernels/decode_grid.cuh"
 #include "ffpa/kernels/ffpa_ws_pipeline.cuh"
 #include "ffpa/params.h"
+#include "ffpa/ptx/grid_dep.cuh"
 #include "ffpa/ptx/tma.cuh"
 #include "ffpa/ptx/warpgroup.cuh"
 #include "ffpa/tile/numeric.cuh"
@@ -289,6 +290,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     decode_split_ws_kernel(const __grid_constant__ DecodeParams p, const __grid_constant__ DecodeTmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];
+  ptx::launch_dependents();  // the merge kernel's blocks may take SMs this grid frees (launch_decode_merge)
   FfpaWsPipeline<Traits, DecodeWsProblem<Traits>>::run(p, maps, smem);
 #elif defined(__CUDA_ARCH__)
   __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)
