@@ -143,7 +143,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
   };
   // Past D = 256 the wgmma launcher has the warp-specialised kernel only (P V in two wgmmas; the
   // cp.async wgmma kernel stops at 256): where it does not run (TMA cannot take the tensors, an
-  // explicit num_stages, attn_mask) the mma.sync kernel runs, on its own table's tile.
+  // explicit num_stages) the mma.sync kernel runs, on its own table's tile.
   static constexpr bool kWsOnly = kWgmma && kD > 256;
   using V = Variant<Fa2Traits<Element, kHeadDim, kHeadDimV,
                               std::conditional_t<kWgmma && !kWsOnly, Fa2WgmmaTileFor<kD>, Fa2TileFor<kD>>>>;
@@ -164,7 +164,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
       kWsOn>;
   static_assert(!kWsOn || (VM::Traits::kBlockM == WsM::Traits::kBlockM && VM::Traits::kBlockN == WsM::Traits::kBlockN),
                 "a masked call's two kernels share the block map's tile");
-  // (kWsOnly: the fallback's tile is the same for both, the warp-specialised kernel's key tile not.)
+  // (kWsOnly: V and VM are the same mma.sync tile, but Ws and WsM differ in key tile: 48 and 32.)
   static constexpr bool kMaskTile =
       kWsOnly || VM::Traits::kBlockM != V::Traits::kBlockM || VM::Traits::kBlockN != V::Traits::kBlockN;
 

@@ -91,8 +91,8 @@ constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
 }
 
 // The Hopper tile of calls with attn_mask: key tiles of a power of two (128 up to D = 128, 64 up to
-// 256, 32 past it) under 128 query rows, so a mask made of 64- or 128-wide blocks lines up with whole tiles,
-// which the block map then skips or keeps without reading the mask per element. The table's wider
+// 256, 32 past it) under 128 query rows, so a mask made of 64- or 128-wide blocks lines up with
+// whole tiles, which the block map then skips or keeps without reading the mask per element. The table's wider
 // tiles (192 rows, 176 / 80 keys) straddle such blocks and read the mask in most tiles: 0.07-0.21x
 // of these at D = 64..256 with a 128 x 128 checkerboard (H200, docs/hopper_profile.md).
 constexpr Fa2TileSpec fa2_tile_sm90_masked(int head_dim) {
@@ -106,7 +106,6 @@ template <int kHeadDim>
 struct Fa2WgmmaMaskedTileFor {
   static constexpr Fa2TileSpec value = fa2_tile_sm90_masked(kHeadDim);
 };
-
 
 // A tile as a type, what Fa2Traits takes: any type with `static constexpr Fa2TileSpec value`.
 template <int kHeadDim, bool kWgmma>
