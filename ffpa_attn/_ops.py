@@ -166,8 +166,7 @@ def set_fa2_mma(mode: str) -> None:
     """Which tensor-core instruction the FA-2 kernels use, process-wide.
 
     ``"auto"`` (the default): the warpgroup MMA (``wgmma``) kernel on compute capability 9.0
-    (H100, H200) when the build has sm_90a code (head dims up to 320; at 384 FFPA L1's Hopper
-    kernel runs auto calls there), else the ``mma.sync`` kernel. ``"sync"``: the
+    (H100, H200) when the build has sm_90a code, else the ``mma.sync`` kernel. ``"sync"``: the
     ``mma.sync`` kernel everywhere (for comparison, or to rule the Hopper kernel out).
     ``"wgmma"``: the same as ``"auto"`` (the wgmma kernel cannot run elsewhere).
     """

@@ -86,13 +86,13 @@ if l3 and "ffpa" in PARTS:  # 2 x 48 heads x 2 query blocks = 192 items > the re
 
 fa2 = info["head_dims"].get("fa2", [])
 # Both FA-2 kernels where the GPU has two (auto = wgmma on compute capability 9.0: the
-# warp-specialised TMA kernel up to D = 320, and mma.sync), one head dim per tile-table row; on
+# warp-specialised TMA kernel, and mma.sync), one head dim per tile-table row; on
 # the wgmma path also the kernel the launcher falls back to (an explicit num_stages, and K/V
 # broadcast over the batch: stride 0, which TMA cannot describe): cp.async wgmma up to 256, mma.sync
-# at 320 (with a mask on the TMA kernel's blocks).
+# past it (with a mask on the TMA kernel's blocks).
 for mode in ("auto", "sync") if "fa2" in PARTS else ():
     ffpa_attn.set_fa2_mma(mode)
-    for d in [d for d in (32, 64, 128, 192, 256, 320, 384) if d in fa2]:  # 320: P@V in two wgmmas
+    for d in [d for d in (32, 64, 128, 192, 256, 320, 384) if d in fa2]:  # 320, 384: P@V in two wgmmas
         q, k, v = qkv(d, d)
         for causal in (False, True):
             run(q, k, v, is_causal=causal)
@@ -101,7 +101,7 @@ for mode in ("auto", "sync") if "fa2" in PARTS else ():
         run(q, k[:, :, :40], v[:, :, :40], is_causal=True, causal_align="bottom_right")
         for mask in masks():
             run(q, k, v, attn_mask=mask)
-        if mode == "auto" and d <= 320:
+        if mode == "auto":
             run(q, k, v, is_causal=True, num_stages=2)
             q2 = torch.cat([q, q])
             run(q2, k.expand(2, -1, -1, -1), v.expand(2, -1, -1, -1), is_causal=True)

@@ -281,9 +281,9 @@ def test_level_heuristic_rule():
 def test_auto_routes_d320_and_d384(d):
     """D = 320 and 384 auto calls run the FA-2 family when this build has its (d, d) kernel (its
     whole-head-dim tile beats every mma.sync FFPA tile there, README 'Measured'). On a compute
-    capability 9.0 device per-arch kernels come first: FA-2's Hopper kernel at 320, FFPA L1's at 384,
-    where FA-2 has no Hopper kernel (set_fa2_mma('sync') keeps FA-2's mma.sync); forced levels and
-    fp16/mixed accumulation still reach FFPA. Asked of the C++ chooser, the one that decides."""
+    capability 9.0 device per-arch kernels come first: FA-2's Hopper kernel, or FFPA L1's in a build
+    whose FA-2 has no Hopper kernel for the pair (set_fa2_mma('sync') keeps FA-2's mma.sync); forced
+    levels and fp16/mixed accumulation still reach FFPA. Asked of the C++ chooser, the one that decides."""
     from ffpa_attn import _ops
 
     if (d, d) not in _pairs("fa2"):
@@ -339,7 +339,7 @@ def test_chooser_reads_the_registry():
             continue
         got = _ops.chosen_kernel(dt, *pair)
         assert got is not None, e
-        # on Hopper the per-arch kernels come first: FA-2's up to 320, FFPA L1's at 384 beside FA-2's mma.sync
+        # on Hopper the per-arch kernels come first: FA-2's, else FFPA L1's beside FA-2's mma.sync
         def hopper(family):
             return wgmma_here and any(x["family"] == family and x["arch"] == "90a" and x["dtype"] == dt
                                       and (x["E"], x["Ev"]) == pair for x in info["registry"])

@@ -61,7 +61,7 @@ def mma(request):
 
 def expected_mma(mma, e, ev):
     """The instruction kernel_info should report for (E, Ev) on path `mma`."""
-    return "wgmma" if WGMMA_HERE and mma == "auto" and max(e, ev) <= 320 else "mma.sync"
+    return "wgmma" if WGMMA_HERE and mma == "auto" else "mma.sync"
 
 
 def need(dtype, d, dv=None):
@@ -73,8 +73,6 @@ def need(dtype, d, dv=None):
 def run_fa2(q, k, v, causal="none", attn_mask=None, **kw):
     """forward() on the FA-2 kernel (strict: no fallback), outputs poisoned before the run."""
     chosen = _ops.chosen_kernel(DT_NAME[q.dtype], q.shape[-1], v.shape[-1])["family"]
-    if chosen == "ffpa_l1" and WGMMA_HERE and max(q.shape[-1], v.shape[-1]) > 256:
-        pytest.skip("on Hopper D = 384 runs FFPA L1's wgmma + TMA kernel (FA-2 there: set_fa2_mma('sync'))")
     assert chosen == "fa2"
     B, Hq, L, _ = q.shape
     poison_allocator(((B, Hq, L, v.shape[-1]), q.dtype), ((B, Hq, L), torch.float32))
@@ -142,7 +140,7 @@ def test_fa2_scores_rising_then_jumping(dtype, D, causal, mma):
     check(out, lse, q, k, v, causal, what=f"D={D} {causal} rising scores")
 
 
-@pytest.mark.parametrize("D", [64, 128, 256, 320])
+@pytest.mark.parametrize("D", [64, 128, 256, 320, 384])
 @pytest.mark.parametrize("causal", ["none", "top_left", "bottom_right"])
 def test_fa2_more_items_than_sms(D, causal, mma):
     """More work slots than SMs: the Hopper kernel's persistent blocks take items from a work counter
@@ -157,7 +155,7 @@ def test_fa2_more_items_than_sms(D, causal, mma):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
-@pytest.mark.parametrize("D", [64, 128, 256, 320])
+@pytest.mark.parametrize("D", [64, 128, 256, 320, 384])
 @pytest.mark.parametrize("kind", MASK_KINDS)
 def test_fa2_masks(dtype, D, kind, mma):
     need(dtype, D)
@@ -220,9 +218,9 @@ def test_fa2_bnhd_views_without_copy(dtype, case):
 
 
 @pytest.mark.skipif(not WGMMA_HERE, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
-@pytest.mark.parametrize("D", [64, 128, 256, 320])
+@pytest.mark.parametrize("D", [64, 128, 256, 320, 384])
 def test_fa2_hopper_tma_kernel_and_its_fallback(D):
-    """On Hopper, D <= 320 runs the warp-specialised TMA kernel for BHLD and BLHD tensors; an explicit
+    """On Hopper, every head dim runs the warp-specialised TMA kernel for BHLD and BLHD tensors; an explicit
     num_stages, or K/V broadcast over the batch (stride 0: no TMA map), runs the cp.async wgmma
     kernel instead (up to D = 256; past it the mma.sync kernel, on the same blocks as a masked call's
     TMA kernel). Each path is checked against the reference, and which kernel ran is read from the
@@ -338,7 +336,7 @@ def test_op_applies_mask_and_causal_together():
 # stack), D = 384's whole-head-dim tile spills 40 B and still beats FFPA L1 (run 8). Every other
 # entry must stay spill-free.
 FA2_LOCAL_BYTES_BUDGET = {128: 32, 384: 40}
-# wgmma (D <= 320: the TMA kernel, and up to 256 its cp.async fallback): no local memory.
+# wgmma (the TMA kernel, and up to 256 its cp.async fallback): no local memory.
 FA2_WGMMA_LOCAL_BYTES_BUDGET = {}
 
 

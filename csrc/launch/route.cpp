@@ -58,8 +58,8 @@ const RegistryEntry* find_kernel(const char* name, const RouteQuery& q) {
 const RegistryEntry* route(const RouteQuery& q) {
   if (q.level != 0) return best(q, [&q](const RegistryEntry& e) { return e.level == q.level; });
   // Kernels built for this GPU's arch (exact_cc: Hopper's wgmma + TMA ones) first: where one serves
-  // the call, an auto call picks among those only (FFPA L1 on Hopper at D = 384, beside FA-2's
-  // mma.sync line). set_fa2_mma("sync") keeps the portable order.
+  // the call, an auto call picks among those only (FA-2's Hopper line, where FA-2 has the pair,
+  // before its mma.sync line). set_fa2_mma("sync") keeps the portable order.
   const bool arch_only =
       q.mma != Fa2Mma::kSync && best(q, [](const RegistryEntry& e) { return e.exact_cc != 0; }) != nullptr;
   auto ok = [arch_only](const RegistryEntry& e) { return !arch_only || e.exact_cc != 0; };

@@ -1,6 +1,7 @@
 // FA-2 forward on Hopper, warp-specialised (sm_90a): the kernel the FA-2 family runs on H100/H200
-// up to D = 256 wherever TMA can describe the tensors (launch/fa2_fwd_launch.cuh; otherwise
-// fa2_fwd_sm90.cuh's cp.async kernel runs, with the same tile, so one mask block map serves both).
+// wherever TMA can describe the tensors (launch/fa2_fwd_launch.cuh; otherwise, up to D = 256,
+// fa2_fwd_sm90.cuh's cp.async kernel runs, with the same tile, so one mask block map serves both;
+// past 256 the mma.sync kernel).
 //
 // One block per SM (persistent) walks work items (64 query rows per consumer warpgroup of one
 // (batch, head)) in slots: blockIdx.x, then the next one a work counter hands out (Walk). A slot is
@@ -111,6 +112,10 @@ struct Fa2FwdWs {
   static constexpr bool kDefer = Plan::kConsumers == 2 && Traits::kBlockN <= 128 && Traits::kHeadDim > 96 &&
                                  Traits::kHeadDim <= 128;
   static constexpr int kNO = Traits::kNTilesO;
+  // Past Dv = 320 O (Dv / 2 registers a thread) leaves no room for S_j beside P_{j-1} and O: a turn
+  // issues P_{j-1} V_{j-1}, waits for it and only then writes S_j (its registers dead until then), so
+  // the softmax runs under the other consumer's GEMMs only (the ping-pong turns).
+  static constexpr bool kInOrder = Traits::kHeadDimV > 320;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
   static constexpr int kConsumers = Plan::kConsumers;
@@ -402,10 +407,21 @@ struct Fa2FwdWs {
     sm.ring_v.consumer_wait(rd.sv);
     turn_wait(c);
     ptx::wgmma_fence_operand(o);  // before S's issue: no register definitions inside the stage
-    issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
-    issue_pv(o, pf, sm.v + rd.sv.stage * Plan::kVBytes);
+    if constexpr (kInOrder) {
+      issue_pv(o, pf, sm.v + rd.sv.stage * Plan::kVBytes);
+      ptx::wgmma_wait_group<0>();
+      ptx::wgmma_fence_operand(o);
+#pragma unroll
+      for (int n = 0; n < kNS; ++n)  // S_{j-1}'s values are dead (P was packed from them)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+      issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
+    } else {
+      issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
+      issue_pv(o, pf, sm.v + rd.sv.stage * Plan::kVBytes);
+    }
     turn_pass(c);
-    ptx::wgmma_wait_group<1>();
+    ptx::wgmma_wait_group<kInOrder ? 0 : 1>();
     ptx::wgmma_fence_operand(s);
     if (lane == 0) sm.ring_k.consumer_release(rd.sk);
     rd.sk.advance();

@@ -77,9 +77,9 @@ constexpr Fa2TileSpec fa2_tile_sm80(int head_dim) {
 // kDefer; with 176 keys ptxas ran it after P V: 0.4-11% slower, sessions 19-20). Past 256 the
 // warp-specialised kernel alone (P V in two wgmmas): 48 keys at 320, where two stages of K and V
 // fit beside Q's 80 KB and O's 160 registers leave room for S and P (0 spills; 675 against FFPA
-// L1's 461 TFLOPS on an H200, session 25). At 384 only 32 keys fit and O's 192 registers spill:
-// 278 against 492, so Hopper runs FFPA L1 there (ffpa_attn/_spec.py); the row stays for builds
-// that ask for it.
+// L1's 461 TFLOPS on an H200, session 25). At 384 only 32 keys fit, and O's 192 registers leave
+// no room for S_j beside P_{j-1}: the kernel waits for each P V before writing S (Fa2FwdWs::kInOrder;
+// 586 against FFPA L1's 484 on an H100, session 25; overlapped, ptxas serialised the wgmmas: 278).
 constexpr Fa2TileSpec fa2_tile_sm90(int head_dim) {
   if (head_dim <= 64) return fa2_wgmma_tile(3, 128);
   if (head_dim <= 96) return fa2_wgmma_tile(2, 176);
