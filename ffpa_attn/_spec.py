@@ -127,18 +127,16 @@ _FFPA_LAUNCHER = "FfpaLauncher<{elem}, {d}, {dv}, Level::kL{level}, {acc}>"
 # FA-2: 32..256 step 32, 192/128, 320 and 384, where its whole-head-dim tile beats FFPA L1
 # (docs/tuning_fa2.md runs 8 and 16).
 _FA2_PAIRS = tuple((d, d) for d in range(32, 257, 32)) + ((192, 128), (320, 320), (384, 384))
-# On Hopper FA-2's wgmma line has every pair: past 256 on the warp-specialised kernel only (P V in two
-# wgmmas; docs/hopper_profile.md session 25): 320 on 48-key tiles, 675 TFLOPS against FFPA L1's Hopper kernel's
-# 461 (H200, bf16, B=1 H=32 N=8192, one run); 384 on 32-key tiles with each tile's P V waited for before its
-# S is written (O's 192 registers), 586 against 484 (H100).
-_FA2_WGMMA_PAIRS = _FA2_PAIRS
 
 FAMILIES = (
     # FA-2 on Hopper: the warpgroup MMA (fa2_fwd_sm90.cuh), preferred on compute capability 9.0
     # unless set_fa2_mma("sync") asks for mma.sync. Where a per-arch line serves a call, an auto call
-    # picks among the per-arch lines only (csrc/launch/route.cpp).
+    # picks among the per-arch lines only (csrc/launch/route.cpp). Every pair: past 256 on the warp-specialised
+    # kernel only (P V in two wgmmas; docs/hopper_profile.md session 25): 320 on 48-key tiles, 675 TFLOPS
+    # against FFPA L1's Hopper kernel's 461 (H200, bf16, B=1 H=32 N=8192, one run); 384 on 32-key tiles with
+    # each tile's P V waited for before its S is written (O's 192 registers), 586 against 484 (H100).
     Family("fa2", "fwd", 0, "Family::kFa2", "Fa2Launcher<{elem}, {d}, {dv}, Fa2Mma::kWgmma>",
-           "launch/fa2_fwd_launch.cuh", _FA2_WGMMA_PAIRS, half_accs=False, auto="first", workspace=False,
+           "launch/fa2_fwd_launch.cuh", _FA2_PAIRS, half_accs=False, auto="first", workspace=False,
            arch="90a", priority=0, tag="wgmma"),
     # FA-2 on mma.sync (fa2_fwd_sm80.cuh): every arch.
     Family("fa2", "fwd", 0, "Family::kFa2", "Fa2Launcher<{elem}, {d}, {dv}, Fa2Mma::kSync>",

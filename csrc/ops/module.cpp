@@ -196,6 +196,16 @@ std::string mode_name(const char* const (&names)[N], E mode) {
   return i < N ? names[i] : names[0];
 }
 
+// set_<name>(mode) and get_<name>() of one process-wide mode (names[i]: the mode of value i).
+template <typename E, size_t N>
+void def_mode(py::module_& m, const std::string& name, const char* const (&names)[N], void (*set)(E), E (*get)(),
+              const char* set_doc, const char* get_doc) {
+  const std::string setter = "set_" + name;
+  m.def(setter.c_str(), [setter, &names, set](const std::string& mode) { set_mode(setter.c_str(), names, set, mode); },
+        py::arg("mode"), set_doc);
+  m.def(("get_" + name).c_str(), [&names, get] { return mode_name(names, get()); }, get_doc);
+}
+
 // Whether an auto-merge decode call fuses its merge (launch/heuristics.h), for explicit sizes (units:
 // how many a thread merges at once, 1 in the mma.sync kernel, 2 in the narrow one).
 bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int units) {
@@ -220,37 +230,20 @@ PYBIND11_MODULE(_C, m) {
   m.def("decode_splits", &decode_splits, py::arg("base_blocks"), py::arg("key_tiles"), py::arg("blocks_per_sm"),
         py::arg("sms"), py::arg("varlen") = false, py::arg("masked") = false,
         "The split-KV count an auto decode call picks (csrc/launch/heuristics.h), for explicit sizes");
-  m.def(
-      "set_fa2_mma",
-      [](const std::string& mode) {
-        set_mode("set_fa2_mma", kFa2MmaNames, &ffpa::launch::set_fa2_mma, mode);
-      },
-      py::arg("mode"),
-      "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
-      "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)");
-  m.def("get_fa2_mma", [] { return mode_name(kFa2MmaNames, ffpa::launch::fa2_mma()); },
-        "The FA-2 tensor-core path set by set_fa2_mma");
-  m.def(
-      "set_decode_merge",
-      [](const std::string& mode) {
-        set_mode("set_decode_merge", kDecodeMergeNames, &ffpa::launch::set_decode_merge, mode);
-      },
-      py::arg("mode"),
-      "Split-KV decode's merge, process-wide: 'auto' (fused into the split kernel where the launcher's "
-      "heuristic says, else the merge kernel), 'fused' (wherever the kernel has it) or 'kernel'");
-  m.def("get_decode_merge", [] { return mode_name(kDecodeMergeNames, ffpa::launch::decode_merge()); },
-        "The split-KV merge's form set by set_decode_merge");
-  m.def(
-      "set_fp8_v_transpose",
-      [](const std::string& mode) {
-        set_mode("set_fp8_v_transpose", kFp8VTransposeNames, &ffpa::launch::set_fp8_v_transpose, mode);
-      },
-      py::arg("mode"),
-      "Where the FA-2-style FP8 kernel (head dims 64..256) gets V^T, process-wide: 'auto' (the launcher's "
-      "choice: the pre-pass, the faster today), 'kernel' (the kernel transposes V in shared memory itself, "
-      "at D = 64 and 128) or 'prepass' (a pre-pass kernel writes V^T to global memory first)");
-  m.def("get_fp8_v_transpose", [] { return mode_name(kFp8VTransposeNames, ffpa::launch::fp8_v_transpose()); },
-        "The FP8 V^T form set by set_fp8_v_transpose");
+  def_mode(m, "fa2_mma", kFa2MmaNames, &ffpa::launch::set_fa2_mma, &ffpa::launch::fa2_mma,
+           "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
+           "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)",
+           "The FA-2 tensor-core path set by set_fa2_mma");
+  def_mode(m, "decode_merge", kDecodeMergeNames, &ffpa::launch::set_decode_merge, &ffpa::launch::decode_merge,
+           "Split-KV decode's merge, process-wide: 'auto' (fused into the split kernel where the launcher's "
+           "heuristic says, else the merge kernel), 'fused' (wherever the kernel has it) or 'kernel'",
+           "The split-KV merge's form set by set_decode_merge");
+  def_mode(m, "fp8_v_transpose", kFp8VTransposeNames, &ffpa::launch::set_fp8_v_transpose,
+           &ffpa::launch::fp8_v_transpose,
+           "Where the FA-2-style FP8 kernel (head dims 64..256) gets V^T, process-wide: 'auto' (the launcher's "
+           "choice: the pre-pass, the faster today), 'kernel' (the kernel transposes V in shared memory itself, "
+           "at D = 64 and 128) or 'prepass' (a pre-pass kernel writes V^T to global memory first)",
+           "The FP8 V^T form set by set_fp8_v_transpose");
   m.def("decode_fused_merge", &decode_fused_merge, py::arg("rows"), py::arg("head_dim_v"), py::arg("splits"),
         py::arg("threads"), py::arg("units") = 1, "Whether an auto decode call fuses its merge (csrc/launch/heuristics.h), for explicit sizes");
   if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();
