@@ -141,15 +141,15 @@ for d, dv, hq in cases if "decode" in PARTS else ():
                                        num_splits=splits, strict=True)
                 torch.cuda.synchronize()
                 assert torch.isfinite(out).all()
-# MLA's single cache (V a view of K) with 16 and 64 rows per KV head: on Hopper the narrow
-# (transposed) kernel and the 64-row kernel.
+# MLA's single cache (V a view of K) with 16, 64 and 128 rows per KV head: on Hopper the narrow
+# (transposed) kernel and the MLA kernel (one and two row blocks).
 if (576, 512) in set(dec) and "decode" in PARTS:
     g = torch.Generator(device="cuda").manual_seed(576)
     kc = torch.randn(4, 160, 1, 576, device="cuda", dtype=dt, generator=g)
     pk = kc.reshape(40, 16, 1, 576)
     table = torch.randperm(40, device="cuda", generator=g).view(4, 10).to(torch.int32)
     lens = torch.tensor([160, 0, 1, 77], dtype=torch.int32, device="cuda")
-    for hq in (16, 64):
+    for hq in (16, 64, 128):
         q = torch.randn(4, 1, hq, 576, device="cuda", dtype=dt, generator=g)
         for splits, merge in SPLIT_MERGES:
             C.set_decode_merge(merge)

@@ -1,5 +1,5 @@
-"""The Hopper decode kernel (kernels/decode_sm90_ws.cuh: FFPA L1's wgmma + TMA pipeline on 64 packed
-query rows per block) against the float64 reference of _decode_ref.py: which calls take it and which
+"""The Hopper decode kernels (kernels/decode_sm90_ws.cuh: FFPA L1's wgmma + TMA pipeline on 64 packed
+query rows per block; decode_sm90_mla.cuh and decode_sm90_narrow.cuh: MLA's single cache) against the float64 reference of _decode_ref.py: which calls take it and which
 stay on the mma.sync kernel (torch.profiler), every compiled FFPA head-dim pair and dtype, the row
 packings (a group of 64+ heads at one position, smaller groups over several positions, an odd Lq),
 causal, contiguous and shuffled paged caches (pages 16..256), lengths 0, 1 and odd with NaN past
@@ -19,6 +19,8 @@ _WS_PAIRS = sorted({(int(e["E"]), int(e["Ev"])) for e in _INFO.get("registry", [
 HOPPER = bool(torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0) and _WS_PAIRS)
 DTYPES = [d for d in (torch.float16, torch.bfloat16) if str(d).split(".")[-1] in (_INFO.get("dtypes") or [])]
 WS, NARROW, SYNC = "decode_split_ws_kernel", "decode_split_narrow_kernel", "decode_split_kernel"
+MLA = "decode_split_mla_kernel"
+KERNELS = (WS, NARROW, SYNC, MLA)
 
 pytestmark = [pytest.mark.requires_cuda,
               pytest.mark.skipif(not HOPPER, reason="the wgmma decode kernel runs on compute capability 9.0 (sm_90a)")]
@@ -32,20 +34,21 @@ def _pair(d, dv=None):
 
 
 def _ran(kernels, name):
-    """Whether the split kernel `name` (WS, NARROW or SYNC: no name holds another) ran."""
+    """Whether the split kernel `name` (one of KERNELS: no name holds another) ran."""
     return any(name in k for k in kernels)
 
 
 # (B, Lq, Hq, Hkv, S, pair, page, which kernel): rows per KV head = Hq / Hkv x Lq (paged: S whole pages).
 ROUTES = [
-    (2, 1, 128, 1, 700, (576, 512), 0, WS),     # MLA: 128 heads at one position, two blocks
-    (2, 2, 64, 1, 640, (576, 512), 64, WS),     # a group of 64 at two positions
+    (2, 1, 128, 1, 700, (576, 512), 0, MLA),    # MLA: 128 heads at one position, two blocks
+    (2, 2, 64, 1, 640, (576, 512), 64, MLA),    # a group of 64 at two positions
     (2, 8, 64, 8, 513, (512, 512), 0, WS),      # 8 heads x 8 positions in one block
     (3, 7, 32, 2, 288, (320, 320), 16, WS),     # 16 heads x 4 positions a block, Lq 7: the last half padding
     (2, 32, 4, 2, 192, (1024, 1024), 32, WS),   # 2 heads x 32 positions; Dv in two column groups
-    (2, 1, 32, 1, 300, (576, 512), 0, NARROW),  # 32 rows of MLA's single cache: two narrow row blocks
+    (2, 1, 32, 1, 300, (576, 512), 0, MLA),     # 32 rows of MLA's single cache: half an MLA block
     (2, 1, 32, 1, 300, (512, 512), 0, WS),      # 32 rows (kDecodeWgmmaMinRows), separate V: half a block is padding
-    (2, 4, 16, 1, 256, (576, 512), 0, WS),      # MLA at 64 rows: the 64-row kernel
+    (2, 4, 16, 1, 256, (576, 512), 0, MLA),     # MLA at 64 rows: the MLA kernel
+    (2, 1, 64, 1, 256, (576, 512), 0, MLA),     # 64 rows: one block
     (2, 1, 16, 1, 700, (576, 512), 0, NARROW),  # 16 rows of MLA's single cache: the transposed kernel
     (2, 1, 16, 2, 700, (512, 512), 0, SYNC),    # 8 rows, separate K and V: the mma.sync kernel
     (2, 1, 96, 1, 300, (576, 512), 0, SYNC),    # a group of 96 (not a power of two)
@@ -62,7 +65,15 @@ def test_which_calls_take_the_wgmma_kernel(B, Lq, Hq, Hkv, S, pair, page, kernel
     names = []
     run_case(B, Lq, Hq, Hkv, S, D, Dv, DTYPES[-1], causal=causal, lens=lens, page=page, seed=Hq + Lq, kernels=names,
              v_view_of_k=Dv < D)
-    assert _ran(names, kernel) and sum(_ran(names, k) for k in (WS, NARROW, SYNC)) == 1, sorted(names)
+    assert _ran(names, kernel) and sum(_ran(names, k) for k in KERNELS) == 1, sorted(names)
+
+
+def test_mla_pair_with_a_separate_v_stays_on_the_64_row_kernel():
+    """The MLA kernel reads V from K's stages: a V that is not a view of K takes the 64-row kernel."""
+    D, Dv = _pair(576, 512)
+    names = []
+    run_case(2, 1, 128, 1, 300, D, Dv, DTYPES[-1], lens=[300, 77], seed=5, kernels=names)
+    assert _ran(names, WS) and not _ran(names, MLA), sorted(names)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -81,7 +92,7 @@ def test_page_sizes(page):
     names = []
     run_case(4, 1, 128, 1, 1024, D, Dv, DTYPES[-1], lens=[1024, 333, 0, 1], page=page, seed=page,
              v_view_of_k=True, kernels=names)
-    assert _ran(names, WS), sorted(names)
+    assert _ran(names, MLA), sorted(names)
 
 
 @pytest.mark.parametrize("splits", [1, 2, 3, 5, 8, 64])
@@ -111,7 +122,7 @@ def test_compile_fullgraph_and_cuda_graph_replay(Hq):
     compile_and_graph_replay(3, Hq, 1, D, Dv, seed=21, v_view_of_k=True)
 
 
-# MLA's single cache with fewer than 32 rows per KV head: (B, Lq, Hq, S, page, causal, lens, splits).
+# MLA's single cache with at most 16 rows per KV head (kDecodeNarrowMaxRows): (B, Lq, Hq, S, page, causal, lens, splits).
 NARROW_CASES = [
     (3, 1, 16, 1024, 0, False, [1024, 333, 0], None),
     (3, 1, 16, 1024, 16, False, [1024, 1, 700], None),
@@ -133,3 +144,39 @@ def test_narrow_kernel_for_mla_with_few_rows(B, Lq, Hq, S, page, causal, lens, s
         run_case(B, Lq, Hq, 1, S, D, Dv, dtype, causal=causal, lens=lens, page=page, splits=splits, v_view_of_k=True,
                  seed=Hq * 10 + Lq, kernels=names)
         assert _ran(names, NARROW), sorted(names)
+
+
+# MLA's single cache with more than 16 rows per KV head (the MLA kernel: consumers alternate tiles, so
+# odd and even tile counts, one tile, none): (B, Lq, Hq, S, page, causal, lens, splits).
+MLA_CASES = [
+    (3, 1, 128, 1024, 0, False, [1024, 333, 0], None),
+    (3, 1, 128, 1024, 16, False, [1024, 1, 700], None),
+    (2, 1, 64, 1024, 256, False, [1000, 64], None),
+    (2, 1, 128, 2048, 64, False, [2048, 1500], 1),    # one split: 32 and 24 tiles
+    (2, 1, 128, 1024, 32, False, [1000, 65], 3),      # 16 tiles over 3 splits: 6, 6, 4; the short row 2, 0, 0
+    (2, 2, 32, 640, 64, True, [640, 100], None),      # 32 heads x 2 positions, causal
+    (2, 4, 16, 640, 0, True, [640, 3], None),         # 16 heads x 4 positions, causal: rows see 0..3 keys
+    (2, 7, 8, 512, 32, True, [500, 9], 5),            # 8 heads x 7 positions (an eighth of the rows padding)
+    (1, 1, 128, 4096, 0, False, [4000], 7),
+    (2, 3, 16, 4096, 128, True, [4096, 4033], 2),
+]
+
+
+@pytest.mark.parametrize("B,Lq,Hq,S,page,causal,lens,splits", MLA_CASES,
+                         ids=[f"h{c[2]}-lq{c[1]}-p{c[4]}{'-causal' if c[5] else ''}-s{c[7]}" for c in MLA_CASES])
+def test_mla_kernel_for_mla_with_many_rows(B, Lq, Hq, S, page, causal, lens, splits):
+    D, Dv = _pair(576, 512)
+    for dtype in DTYPES:
+        names = []
+        run_case(B, Lq, Hq, 1, S, D, Dv, dtype, causal=causal, lens=lens, page=page, splits=splits, v_view_of_k=True,
+                 seed=Hq * 10 + Lq, kernels=names)
+        assert _ran(names, MLA), sorted(names)
+
+
+@pytest.mark.parametrize("scale", [-0.05, 0.3])
+def test_mla_kernel_scale(scale):
+    D, Dv = _pair(576, 512)
+    names = []
+    run_case(2, 1, 128, 1, 300, D, Dv, DTYPES[-1], lens=[300, 170], scale=scale, seed=11, v_view_of_k=True,
+             kernels=names)
+    assert _ran(names, MLA), sorted(names)

@@ -6,7 +6,8 @@ each kernel (tile, threads, shared memory) is in resources.md (tools/resource_ta
 Kernel names are read from the mangled entry names: FFPA (FfpaTraits<elem, D, Dv, Level, tile,
 AccMode>, ring depth), FA-2 (Fa2Traits<elem, D, Dv, tile<D, wgmma>>, ring depth) and the decode
 family (decode_split_kernel<elem, D, Dv, shared K/V>, decode_split_ws_kernel<FfpaWsTraits<elem, D, Dv>>,
-decode_split_narrow_kernel<DecodeNarrowTraits<elem, D, Dv>>, decode_merge_kernel<elem>), the FP8 kernels (Fa2Fp8Traits<D, in-kernel V^T>,
+decode_split_narrow_kernel<DecodeNarrowTraits<elem, D, Dv>>, decode_split_mla_kernel<DecodeMlaTraits<elem, D, Dv>>,
+decode_merge_kernel<elem>), the FP8 kernels (Fa2Fp8Traits<D, in-kernel V^T>,
 FfpaWsFp8Traits<out, D>, the V^T pre-pass) and the mask block map. A kernel the patterns do not know is listed under its
 mangled name rather than dropped."""
 import importlib.util
@@ -36,6 +37,7 @@ FA2_WS = re.compile(r"fa2_fwd_ws_kernelINS_9Fa2TraitsI(\w+?)Li(\d+)ELi(\d+)ENS_(
 FFPA_WS = re.compile(r"ffpa_fwd_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)ELi(\d+)E(?:Lb[01]E)?EEEEvNS_9FwdParamsENS0_11FfpaTmaMapsE$")
 DECODE_WS = re.compile(r"decode_split_ws_kernelINS_12FfpaWsTraitsI(\w+?)Li(\d+)ELi(\d+)E(?:Lb[01]E)?EEEEvNS_12DecodeParamsENS0_13DecodeTmaMapsE$")
 DECODE_NARROW = re.compile(r"decode_split_narrow_kernelINS_18DecodeNarrowTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_12DecodeParamsENS0_13DecodeTmaMapsE$")
+DECODE_MLA = re.compile(r"decode_split_mla_kernelINS_15DecodeMlaTraitsI(\w+?)Li(\d+)ELi(\d+)EEEEEvNS_12DecodeParamsENS0_13DecodeTmaMapsE$")
 DECODE = re.compile(r"decode_split_kernelI(\w+?)Li(\d+)ELi(\d+)ELb([01])EEEvNS_12DecodeParamsE$")
 MERGE = re.compile(r"decode_merge_kernelI(\w+?)Li(\d)EEEvNS_12DecodeParamsE$")
 FP8 = re.compile(r"fa2_fwd_fp8_kernelINS_12Fa2Fp8TraitsILi(\d+)ELb([01])EEE(\w+?)EEvNS_9FwdParamsENS0_10Fp8TmaMapsE$")
@@ -67,6 +69,9 @@ def describe(name):
     if m := DECODE_NARROW.search(name):  # Hopper's transposed decode kernel (MLA's single cache, few rows)
         dt, d, dv = m.groups()
         return "decode narrow", DT.get(dt, dt), dims(d, dv), "fixed"
+    if m := DECODE_MLA.search(name):  # Hopper's MLA decode kernel (MLA's single cache, more rows)
+        dt, d, dv = m.groups()
+        return "decode MLA", DT.get(dt, dt), dims(d, dv), "fixed"
     if m := DECODE.search(name):
         dt, d, dv, shared = m.groups()
         return ("decode shared-kv" if shared == "1" else "decode"), DT.get(dt, dt), dims(d, dv), "-"

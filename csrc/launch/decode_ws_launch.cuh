@@ -2,7 +2,8 @@
 // registry's arch says). Per call, where the group is a power of two, there is no attn_mask, pages
 // are powers of two and TMA can describe q and the caches (launch/heuristics.h has the row limits):
 //   - MLA's single cache (V = K[..., :Dv]) with at most kDecodeNarrowMaxRows packed rows per KV head:
-//     the transposed narrow kernel (kernels/decode_sm90_narrow.cuh);
+//     the transposed narrow kernel (kernels/decode_sm90_narrow.cuh); with more, the MLA kernel
+//     (kernels/decode_sm90_mla.cuh: Q resident, V read from K's stages);
 //   - kDecodeWgmmaMinRows rows or more: the 64-row wgmma kernel (kernels/decode_sm90_ws.cuh);
 // else the mma.sync decode kernel (DecodeLauncher, whose instantiation is the "any" line of the same
 // family, which every build that has this one compiles). Included only by the generated
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "ffpa/kernels/decode_sm90_mla.cuh"
 #include "ffpa/kernels/decode_sm90_narrow.cuh"
 #include "ffpa/kernels/decode_sm90_ws.cuh"
 #include "ffpa/traits/ffpa_traits.h"
@@ -128,6 +130,40 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     return cudaErrorNotSupported;
   }
 
+  // ---- the MLA kernel (decode_sm90_mla.cuh): MLA's single cache with more rows -------------------
+  // (Q and two stages of D columns fit shared memory up to D = 576)
+  static constexpr bool kHasMla = kHasNarrow && kHeadDimV % 128 == 0 && kHeadDimV <= 512 && kHeadDim <= 576;
+  using MlaTraits = DecodeMlaTraits<Element, kHasMla ? kHeadDim : 128, kHasMla ? kHeadDimV : 128>;
+  static inline bool mla_opted_in[64] = {};
+  static int mla_row_blocks(const DecodeParams& p) { return RowPacking<MlaTraits::kRows>(p.heads_q / p.heads_kv, p.len_q).blocks; }
+  static bool takes_mla(const DecodeParams& p) {
+    return kHasMla && decode_v_is_k_prefix(p) && hopper_ok(p) && packed_rows(p) > kDecodeNarrowMaxRows &&
+           MlaTraits::kSmemBytes <= max_smem_optin();
+  }
+  static cudaError_t run_mla(const DecodeParams& p, cudaStream_t stream) {
+    if (!takes_mla(p) || p.num_splits < 1 || (p.num_splits > 1 && (p.o_part == nullptr || p.lse_part == nullptr)))
+      return cudaErrorNotSupported;
+    const int64_t blocks_x = static_cast<int64_t>(mla_row_blocks(p)) * p.num_splits;
+    if (blocks_x > INT32_MAX) return cudaErrorNotSupported;
+    alignas(64) attn::DecodeTmaMaps maps;
+    std::memset(&maps, 0, sizeof(maps));  // v stays unset: V is read from K's stages
+    if (encode_q<MlaTraits::kRows>(p, &maps.q) != cudaSuccess ||
+        encode_cache(p, &maps.k, p.k, kHeadDim, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
+                     MlaTraits::kBlockN) != cudaSuccess)
+      return cudaErrorNotSupported;
+    if constexpr (kHasMla) {
+      const auto fn = attn::decode_split_mla_kernel<MlaTraits>;
+      cudaError_t err = opt_in_smem(fn, MlaTraits::kSmemBytes, mla_opted_in);
+      if (err != cudaSuccess) return err;
+      const dim3 grid(static_cast<unsigned>(blocks_x), p.heads_kv, p.batch);
+      fn<<<grid, MlaTraits::kThreads, MlaTraits::kSmemBytes, stream>>>(p, maps);
+      err = cudaGetLastError();
+      if (err != cudaSuccess || p.num_splits == 1) return err;
+      return launch_decode_merge<Element, kHeadDimV>(p, stream);
+    }
+    return cudaErrorNotSupported;
+  }
+
   // cudaErrorNotSupported: this call is the fallback's.
   static cudaError_t run_ws(const DecodeParams& p, cudaStream_t stream) {
     if (!takes(p) || p.num_splits < 1 || (p.num_splits > 1 && (p.o_part == nullptr || p.lse_part == nullptr)))
@@ -174,6 +210,14 @@ DecodePlan DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) 
                                          kFusedMergeBatch, kFusedMergeUnitsNarrow, decode_merge());
     return out;
   }
+  if (Impl::takes_mla(p)) {  // 64-key tiles, the merge kernel always
+    const int key_tiles = (p.len_kv + Impl::MlaTraits::kBlockN - 1) / Impl::MlaTraits::kBlockN;
+    const int s = p.num_splits > 0 ? p.num_splits
+                                   : choose_decode_splits(static_cast<int64_t>(Impl::mla_row_blocks(p)) * p.heads_kv * p.batch,
+                                                          key_tiles, 1, num_sms());
+    out.splits = clamp_decode_splits(s, key_tiles);
+    return out;
+  }
   if (!Impl::takes(p)) return Impl::Fallback::plan(p);
   const int key_tiles = (p.len_kv + Impl::Traits::kBlockN - 1) / Impl::Traits::kBlockN;
   const int s = p.num_splits > 0 ? p.num_splits : choose_decode_splits(Impl::base_blocks(p), key_tiles, 1, num_sms());
@@ -184,6 +228,8 @@ DecodePlan DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) 
 template <typename Element, int kHeadDim, int kHeadDimV>
 cudaError_t DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::run(DecodeParams p, cudaStream_t stream) {
   cudaError_t err = Impl::run_narrow(p, stream);
+  if (err != cudaErrorNotSupported) return err;
+  err = Impl::run_mla(p, stream);
   if (err != cudaErrorNotSupported) return err;
   err = Impl::run_ws(p, stream);
   if (err != cudaErrorNotSupported) return err;

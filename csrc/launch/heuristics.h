@@ -172,11 +172,14 @@ inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_p
 constexpr int kDecodeWgmmaMinRows = 32;
 // MLA's single cache (V = K[..., :Dv]) with at most this many packed rows per KV head runs the
 // transposed narrow kernel (kernels/decode_sm90_narrow.cuh: 16 rows a block, the rows as the wgmma's
-// N) instead. Same-run A/B on an H200 (bf16, x copy, contiguous / paged 64 / varlen): 16 rows
-// (B=16 S=16384 16/1) 0.76 / 0.75 / 0.68 against the mma.sync kernel's 0.71 / 0.70 / 0.61; 32 rows
-// (B=32 S=8192 32/1; 16/1 at Lq=2) 0.58-0.60 / 0.58-0.59 / 0.44-0.50 against the 64-row kernel's
-// 0.48-0.49 / 0.46-0.48 / 0.40-0.44; 64 rows (16/1 at Lq=4) 0.31 against 0.41.
-constexpr int kDecodeNarrowMaxRows = 32;
+// N); with more, the MLA kernel (kernels/decode_sm90_mla.cuh: 64 rows a block, Q resident, V read from
+// K's stages). Session 12 (H200, x copy, contiguous / paged 64 / varlen): 16 rows (B=16 S=16384 16/1)
+// 0.76 / 0.75 / 0.68 against the mma.sync kernel's 0.71 / 0.70 / 0.61. Session 26, same-run A/B on an
+// H200 (bf16, contiguous, us, scripts/dev/decode_variants.py): narrow / MLA kernel 93.6 / 95.0 at
+// B=16 S=16384 16/1, 92.6 / 93.5 at B=64 S=4096 8/1, 113.3 / 95.8 at B=32 S=8192 32/1 (half the
+// MLA kernel's tile is padding there, and it still reads each K byte once where the narrow kernel's
+// two row blocks read it twice).
+constexpr int kDecodeNarrowMaxRows = 16;
 
 // The split-KV merge (kernels/decode_merge.cuh) gives each unit (packed row x 128 output columns) a
 // warp from this many units up, and a whole 4-warp block below (its splits spread over the warps):

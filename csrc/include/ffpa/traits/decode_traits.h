@@ -169,4 +169,41 @@ struct DecodeNarrowTraits {
   static_assert(kSmemBytes <= 227 * 1024, "two stages and Q fit shared memory");
 };
 
+
+// The MLA decode kernel on Hopper (kernels/decode_sm90_mla.cuh): MLA's single cache (V = the first Dv
+// columns of K) with a full 64-row tile per block (MLA's 128 heads at one position, 16 heads x 4
+// positions, ...): compute-bound, so each K byte crosses from L2 once per block and Q stays resident.
+// A stage is one 64-key tile of K, all D columns, with a full barrier per 64-column chunk (the first
+// chunks' Q K^T runs while the last land). Two consumer warpgroups each own Dv / 2 output columns and
+// take the key tiles' Q K^T and softmax in turns (even tiles the first, odd the second); the third
+// warpgroup's first thread issues the TMA loads. Q (72 KiB at D = 576), two stages (144 KiB) and one
+// P buffer (8 KiB) fill the shared memory.
+template <typename Element_, int kHeadDim_, int kHeadDimV_>
+struct DecodeMlaTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kHeadDimV = kHeadDimV_;
+  static constexpr int kRows = 64;     // packed query rows per block: the M of every wgmma
+  static constexpr int kBlockN = 64;   // keys per stage
+  static constexpr int kStages = 2;
+  static constexpr int kConsumers = 2;
+  static constexpr int kHalf = kHeadDimV / kConsumers;  // output columns per consumer warpgroup
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+  using KTile = GmmaSw128Tile<kBlockN, kHeadDim>;  // one stage
+  using QTile = GmmaSw128Tile<kRows, kHeadDim>;
+  using PTile = GmmaSw128Tile<kRows, kBlockN>;     // P of one tile: rows x keys, K-major
+  static constexpr int kChunks = KTile::kChunks;   // 64-column chunks of a stage (a full barrier each)
+  static constexpr int kStatBytes = 4 * 4 * kRows;  // row max, alpha, the two consumers' row sums
+  static constexpr int kBarrierBytes = 8 * (kStages * kChunks + kStages * kConsumers + 1);  // full per chunk, empty, Q
+  static constexpr int kSmemBytes =
+      1024 + QTile::kBytes + kStages * KTile::kBytes + PTile::kBytes + kStatBytes + kBarrierBytes;
+
+  static_assert(kHeadDim % 64 == 0 && kHeadDimV % 64 == 0 && kHeadDimV <= kHeadDim, "V is a 64-aligned prefix of K");
+  static_assert(kHalf % 64 == 0 && kHalf <= 256, "a consumer's columns are whole chunks, one wgmma wide");
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
+  static_assert(kSmemBytes <= 227 * 1024, "Q, two stages and P fit shared memory");
+};
+
 }  // namespace ffpa
