@@ -98,36 +98,59 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   // (a small stand-in where the pair has no narrow kernel: never launched)
   using NarrowTraits = DecodeNarrowTraits<Element, kHasNarrow ? kHeadDim : 128, kHasNarrow ? kHeadDimV : 64>;
   static inline bool narrow_opted_in[64] = {};
-  static int narrow_row_blocks(const DecodeParams& p) {
-    return RowPacking<NarrowTraits::kRows>(p.heads_q / p.heads_kv, p.len_q).blocks;
+  // Row blocks per KV head of a kernel whose blocks take Tr::kRows packed rows.
+  template <typename Tr>
+  static int row_blocks(const DecodeParams& p) {
+    return RowPacking<Tr::kRows>(p.heads_q / p.heads_kv, p.len_q).blocks;
   }
+
   static bool takes_narrow(const DecodeParams& p) {
     return kHasNarrow && decode_v_is_k_prefix(p) && hopper_ok(p) && packed_rows(p) <= kDecodeNarrowMaxRows &&
            NarrowTraits::kSmemBytes <= max_smem_optin();
   }
   static cudaError_t run_narrow(const DecodeParams& p, cudaStream_t stream) {
-    if constexpr (!kHasNarrow) return cudaErrorNotSupported;
-    if (!takes_narrow(p) || p.num_splits < 1 || (p.num_splits > 1 && (p.o_part == nullptr || p.lse_part == nullptr)))
-      return cudaErrorNotSupported;
-    const int64_t blocks_x = static_cast<int64_t>(narrow_row_blocks(p)) * p.num_splits;
-    if (blocks_x > INT32_MAX) return cudaErrorNotSupported;
-    alignas(64) attn::DecodeTmaMaps maps;
-    std::memset(&maps, 0, sizeof(maps));  // v stays unset: V is read from K's stages
-    if (encode_q<NarrowTraits::kRows>(p, &maps.q) != cudaSuccess ||
-        encode_cache(p, &maps.k, p.k, kHeadDim, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
-                     NarrowTraits::kBlockN) != cudaSuccess)
-      return cudaErrorNotSupported;
     if constexpr (kHasNarrow) {
-      const auto fn = attn::decode_split_narrow_kernel<NarrowTraits>;
-      cudaError_t err = opt_in_smem(fn, NarrowTraits::kSmemBytes, narrow_opted_in);
-      if (err != cudaSuccess) return err;
-      const dim3 grid(static_cast<unsigned>(blocks_x), p.heads_kv, p.batch);
-      fn<<<grid, NarrowTraits::kThreads, NarrowTraits::kSmemBytes, stream>>>(p, maps);
-      err = cudaGetLastError();
-      if (err != cudaSuccess || p.num_splits == 1 || p.merge_counters != nullptr) return err;  // merged in the kernel
-      return launch_decode_merge<Element, kHeadDimV>(p, stream);
+      if (!takes_narrow(p)) return cudaErrorNotSupported;
+      return launch_single_cache<NarrowTraits>(p, stream, attn::decode_split_narrow_kernel<NarrowTraits>, narrow_opted_in,
+                                               p.merge_counters != nullptr);  // merged in the kernel
     }
     return cudaErrorNotSupported;
+  }
+
+  // The split count of a kernel on MLA's single cache (blocks of Tr::kRows rows, Tr::kBlockN-key tiles).
+  template <typename Tr>
+  static int single_cache_splits(const DecodeParams& p) {
+    const int key_tiles = (p.len_kv + Tr::kBlockN - 1) / Tr::kBlockN;
+    const int s = p.num_splits > 0
+                      ? p.num_splits
+                      : choose_decode_splits(static_cast<int64_t>(row_blocks<Tr>(p)) * p.heads_kv * p.batch, key_tiles, 1,
+                                             num_sms());
+    return clamp_decode_splits(s, key_tiles);
+  }
+
+  // A kernel on MLA's single cache (the narrow or the MLA kernel: K's map only, V read from its
+  // stages), grid (row blocks x splits, KV heads, batch); then the merge kernel unless the split
+  // kernel merges (`fused_merge`).
+  template <typename Tr>
+  static cudaError_t launch_single_cache(const DecodeParams& p, cudaStream_t stream, attn::DecodeKernelWs fn,
+                                         bool (&opted)[64], bool fused_merge) {
+    if (p.num_splits < 1 || (p.num_splits > 1 && (p.o_part == nullptr || p.lse_part == nullptr)))
+      return cudaErrorNotSupported;
+    const int64_t blocks_x = static_cast<int64_t>(row_blocks<Tr>(p)) * p.num_splits;
+    if (blocks_x > INT32_MAX) return cudaErrorNotSupported;
+    alignas(64) attn::DecodeTmaMaps maps;
+    std::memset(&maps, 0, sizeof(maps));  // v stays unset
+    if (encode_q<Tr::kRows>(p, &maps.q) != cudaSuccess ||
+        encode_cache(p, &maps.k, p.k, kHeadDim, p.k_row_stride, p.k_head_stride, p.k_batch_stride, Tr::kBlockN) !=
+            cudaSuccess)
+      return cudaErrorNotSupported;
+    cudaError_t err = opt_in_smem(fn, Tr::kSmemBytes, opted);
+    if (err != cudaSuccess) return err;
+    const dim3 grid(static_cast<unsigned>(blocks_x), p.heads_kv, p.batch);
+    fn<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps);
+    err = cudaGetLastError();
+    if (err != cudaSuccess || p.num_splits == 1 || fused_merge) return err;
+    return launch_decode_merge<Element, kHeadDimV>(p, stream);
   }
 
   // ---- the MLA kernel (decode_sm90_mla.cuh): MLA's single cache with more rows -------------------
@@ -135,31 +158,14 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   static constexpr bool kHasMla = kHasNarrow && kHeadDimV % 128 == 0 && kHeadDimV <= 512 && kHeadDim <= 576;
   using MlaTraits = DecodeMlaTraits<Element, kHasMla ? kHeadDim : 128, kHasMla ? kHeadDimV : 128>;
   static inline bool mla_opted_in[64] = {};
-  static int mla_row_blocks(const DecodeParams& p) { return RowPacking<MlaTraits::kRows>(p.heads_q / p.heads_kv, p.len_q).blocks; }
   static bool takes_mla(const DecodeParams& p) {
     return kHasMla && decode_v_is_k_prefix(p) && hopper_ok(p) && packed_rows(p) > kDecodeNarrowMaxRows &&
            MlaTraits::kSmemBytes <= max_smem_optin();
   }
   static cudaError_t run_mla(const DecodeParams& p, cudaStream_t stream) {
-    if (!takes_mla(p) || p.num_splits < 1 || (p.num_splits > 1 && (p.o_part == nullptr || p.lse_part == nullptr)))
-      return cudaErrorNotSupported;
-    const int64_t blocks_x = static_cast<int64_t>(mla_row_blocks(p)) * p.num_splits;
-    if (blocks_x > INT32_MAX) return cudaErrorNotSupported;
-    alignas(64) attn::DecodeTmaMaps maps;
-    std::memset(&maps, 0, sizeof(maps));  // v stays unset: V is read from K's stages
-    if (encode_q<MlaTraits::kRows>(p, &maps.q) != cudaSuccess ||
-        encode_cache(p, &maps.k, p.k, kHeadDim, p.k_row_stride, p.k_head_stride, p.k_batch_stride,
-                     MlaTraits::kBlockN) != cudaSuccess)
-      return cudaErrorNotSupported;
     if constexpr (kHasMla) {
-      const auto fn = attn::decode_split_mla_kernel<MlaTraits>;
-      cudaError_t err = opt_in_smem(fn, MlaTraits::kSmemBytes, mla_opted_in);
-      if (err != cudaSuccess) return err;
-      const dim3 grid(static_cast<unsigned>(blocks_x), p.heads_kv, p.batch);
-      fn<<<grid, MlaTraits::kThreads, MlaTraits::kSmemBytes, stream>>>(p, maps);
-      err = cudaGetLastError();
-      if (err != cudaSuccess || p.num_splits == 1) return err;
-      return launch_decode_merge<Element, kHeadDimV>(p, stream);
+      if (!takes_mla(p)) return cudaErrorNotSupported;
+      return launch_single_cache<MlaTraits>(p, stream, attn::decode_split_mla_kernel<MlaTraits>, mla_opted_in, false);
     }
     return cudaErrorNotSupported;
   }
@@ -195,27 +201,21 @@ cudaError_t DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages,
 }
 
 // One block per SM (the kernels' shared memory); the narrow kernel's 64-key tiles (its merge fused
-// where decode_fused_merge says), the 64-row kernel's 128-key tiles (the merge kernel always).
+// where decode_fused_merge says), the MLA kernel's 64-key tiles and the 64-row kernel's 128-key tiles
+// (the merge kernel always).
 template <typename Element, int kHeadDim, int kHeadDimV>
 DecodePlan DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) {
   DecodePlan out;
   if (Impl::takes_narrow(p)) {
-    const int key_tiles = (p.len_kv + Impl::NarrowTraits::kBlockN - 1) / Impl::NarrowTraits::kBlockN;
-    const int s = p.num_splits > 0 ? p.num_splits
-                                   : choose_decode_splits(static_cast<int64_t>(Impl::narrow_row_blocks(p)) * p.heads_kv *
-                                                              p.batch, key_tiles, 1, num_sms());
-    out.splits = clamp_decode_splits(s, key_tiles);
-    const int rows = static_cast<int>(std::min<int64_t>(Impl::NarrowTraits::kRows, Impl::packed_rows(p)));
-    out.fused_merge = decode_fused_merge(rows, kHeadDimV, out.splits, 32 * Impl::NarrowTraits::kConsumerWarps,
-                                         kFusedMergeBatch, kFusedMergeUnitsNarrow, decode_merge());
+    using Tr = typename Impl::NarrowTraits;
+    out.splits = Impl::template single_cache_splits<Tr>(p);
+    const int rows = static_cast<int>(std::min<int64_t>(Tr::kRows, Impl::packed_rows(p)));
+    out.fused_merge = decode_fused_merge(rows, kHeadDimV, out.splits, 32 * Tr::kConsumerWarps, kFusedMergeBatch,
+                                         kFusedMergeUnitsNarrow, decode_merge());
     return out;
   }
-  if (Impl::takes_mla(p)) {  // 64-key tiles, the merge kernel always
-    const int key_tiles = (p.len_kv + Impl::MlaTraits::kBlockN - 1) / Impl::MlaTraits::kBlockN;
-    const int s = p.num_splits > 0 ? p.num_splits
-                                   : choose_decode_splits(static_cast<int64_t>(Impl::mla_row_blocks(p)) * p.heads_kv * p.batch,
-                                                          key_tiles, 1, num_sms());
-    out.splits = clamp_decode_splits(s, key_tiles);
+  if (Impl::takes_mla(p)) {
+    out.splits = Impl::template single_cache_splits<typename Impl::MlaTraits>(p);
     return out;
   }
   if (!Impl::takes(p)) return Impl::Fallback::plan(p);
