@@ -18,13 +18,15 @@
 //              [p_ready of the other: P_k, alpha_k]  ->  O *= alpha_k  ->  issue O += P_k V_k (P from
 //              the shared buffer)  ->  issue S_{k+1} (its next own tile)
 //
-// The named barriers (m_ready, p_ready: one of each per consumer, 256 threads: the owner arrives, the
-// other syncs) cannot run a phase ahead: a consumer arrives on m_ready for tile k + 2 only after its
-// sync on p_ready of k + 1, which the other arrives after its sync on m_ready of k (and p_ready of
-// k + 2 only after its sync on m_ready of k + 1, arrived after the other's sync on p_ready of k). The
-// one P buffer holds P_k from the owner's write to the other's P V_k, which the other waits for
-// before it writes P_{k+1} (the owner reads its own P from registers); the row max and alpha are one
-// buffer each for the same reason.
+// The hand-offs are mbarriers (m_ready, p_ready: one of each per consumer, all 128 threads of the
+// owner arrive, the other waits on the phase of the tile: the owner's (t >> 1)-th). Neither runs a phase
+// ahead of its waiter: a consumer arrives on m_ready for tile k + 2 only after its wait on p_ready of
+// k + 1, which the other arrives after its wait on m_ready of k (and on p_ready of k + 2 only after its
+// wait on m_ready of k + 1, arrived after the other's wait on p_ready of k). (Named barriers with
+// `bar.arrive` on one side and `bar.sync` on the other order the same way, but racecheck does not
+// follow a chain of them: session 26 measured both forms.) The one P buffer holds P_k from the owner's
+// write to the other's P V_k, which the other waits for before it writes P_{k+1} (the owner reads its
+// own P from registers); the row max and alpha are one buffer each for the same reason.
 //
 // A stage's empty barriers, one per consumer: consumer h's columns of the tile (chunks h Dv/128 ..),
 // and for the consumer that does not own the stage also the chunks past Dv (only S reads them; its P V
@@ -78,9 +80,8 @@ struct DecodeMla {
   static constexpr int kNO = kHalf / 8;         // n8 tiles of a consumer's O per warp
   static constexpr int kKStepsPV = kBlockN / 16;
   static constexpr int kHalfChunks = kHalf / 64;
-  // Named barriers (0 is __syncthreads): m_ready and p_ready of consumer c, the epilogue's row sums,
-  // one consumer's V zeroing.
-  static constexpr uint32_t kBarM = 1, kBarP = 3, kBarSum = 5, kBarZero = 6;
+  // Named barriers (0 is __syncthreads): the epilogue's row sums, one consumer's V zeroing.
+  static constexpr uint32_t kBarSum = 1, kBarZero = 2;
   static constexpr uint32_t kPair = 256;  // threads of the two consumer warpgroups
 
   struct Work {
@@ -122,6 +123,9 @@ struct DecodeMla {
       return bars + 8u * (Traits::kStages * kChunks + 2 * s + h);
     }
     __device__ __forceinline__ uint32_t q_bar() const { return bars + 8u * (Traits::kStages * (kChunks + 2)); }
+    // Consumer c's hand-offs: its tile's row max and alpha written (m_ready), its P and alpha (p_ready).
+    __device__ __forceinline__ uint32_t m_ready(int c) const { return q_bar() + 8u * (1 + c); }
+    __device__ __forceinline__ uint32_t p_ready(int c) const { return q_bar() + 8u * (3 + c); }
   };
 
   static __device__ __forceinline__ Smem layout(char* smem_raw) {
@@ -295,7 +299,7 @@ struct DecodeMla {
           tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
           tile_max[r] *= sf;
         }
-        if (k > 0) ptx::named_barrier_sync(kBarM + (c ^ 1), kPair);  // m_{k-1}
+        if (k > 0) ptx::mbarrier_wait_parity(sm.m_ready(c ^ 1), ((k - 1) >> 1) & 1);  // m_{k-1}
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           m[r] = k > 0 ? sm.m[r0 + 8 * r] : -CUDART_INF_F;
@@ -305,7 +309,7 @@ struct DecodeMla {
         if (t4 == 0)
 #pragma unroll
           for (int r = 0; r < 2; ++r) sm.m[r0 + 8 * r] = m[r], sm.alpha[r0 + 8 * r] = alpha[r];
-        if (k + 1 < n) ptx::named_barrier_arrive(kBarM + c, kPair);
+        if (k + 1 < n) ptx::mbarrier_arrive(sm.m_ready(c));
         exp2_strip_add_sums(s, sf, neg_m, row_sum);
 #pragma unroll
         for (int kk = 0; kk < kKStepsPV; ++kk) {
@@ -321,7 +325,7 @@ struct DecodeMla {
                            "r"(pa[kk][2 * h + r]));
         }
         ptx::fence_proxy_async_shared();
-        ptx::named_barrier_arrive(kBarP + c, kPair);
+        ptx::mbarrier_arrive(sm.p_ready(c));
         rescale(o, alpha);
         zero_tail(sm, w, k, c);
         ptx::wgmma_fence();
@@ -333,7 +337,7 @@ struct DecodeMla {
         ptx::wgmma_wait_group<0>();  // P V_{k-1} (unconditional: O is rescaled below, and ptxas serialises
         ptx::wgmma_fence_operand(o);  // every wgmma where any path defines a pending accumulator)
         if (k > 0) release(sm, k - 1, c, lane);
-        ptx::named_barrier_sync(kBarP + (c ^ 1), kPair);  // P_k, alpha_k
+        ptx::mbarrier_wait_parity(sm.p_ready(c ^ 1), (k >> 1) & 1);  // P_k, alpha_k
         float alpha[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -367,7 +371,7 @@ struct DecodeMla {
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
       if (t4 == 0) sm.sum[c * kRows + r0 + 8 * r] = row_sum[r];
     }
-    ptx::named_barrier_sync(kBarSum, kPair);  // (also after the last softmax's row max: p_ready)
+    ptx::named_barrier_sync(kBarSum, kPair);
     const int col = c * kHalf + 2 * t4;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -407,6 +411,10 @@ struct DecodeMla {
         for (int h = 0; h < Traits::kConsumers; ++h) ptx::mbarrier_init(sm.empty(s, h), 4);
       }
       ptx::mbarrier_init(sm.q_bar(), 1);
+      for (int c = 0; c < Traits::kConsumers; ++c) {  // every thread of the consumer arrives
+        ptx::mbarrier_init(sm.m_ready(c), 128);
+        ptx::mbarrier_init(sm.p_ready(c), 128);
+      }
       ptx::fence_barrier_init();
     }
     __syncthreads();

@@ -196,7 +196,8 @@ struct DecodeMlaTraits {
   using PTile = GmmaSw128Tile<kRows, kBlockN>;     // P of one tile: rows x keys, K-major
   static constexpr int kChunks = KTile::kChunks;   // 64-column chunks of a stage (a full barrier each)
   static constexpr int kStatBytes = 4 * 4 * kRows;  // row max, alpha, the two consumers' row sums
-  static constexpr int kBarrierBytes = 8 * (kStages * kChunks + kStages * kConsumers + 1);  // full per chunk, empty, Q
+  // full per chunk, empty per consumer, Q, and the consumers' hand-offs (row max, P)
+  static constexpr int kBarrierBytes = 8 * (kStages * kChunks + kStages * kConsumers + 1 + 2 * kConsumers);
   static constexpr int kSmemBytes =
       1024 + QTile::kBytes + kStages * KTile::kBytes + PTile::kBytes + kStatBytes + kBarrierBytes;
 
