@@ -157,7 +157,8 @@ FAMILIES = (
            _FFPA_PAIRS + ((2048, 2048), (4096, 4096)), half_accs=True, auto="heuristic", workspace=True,
            priority=2),
     # Split-KV decode on Hopper at the FFPA head dims (decode_sm90_ws.cuh: FFPA L1's wgmma + TMA pipeline on
-    # 64 packed query rows per block), preferred on compute capability 9.0; per call it runs the mma.sync
+    # 64 packed query rows per block; MLA's single cache: decode_sm90_narrow.cuh up to 16 rows per KV head,
+    # decode_sm90_mla.cuh past them), preferred on compute capability 9.0; per call it runs the mma.sync
     # decode kernel below where a KV head has fewer rows than a wgmma tile (launch/decode_ws_launch.cuh).
     Family("decode", "decode", 0, "Family::kDecode", "DecodeWsLauncher<{elem}, {d}, {dv}>", "launch/decode_ws_launch.cuh",
            _FFPA_PAIRS, half_accs=False, auto="first", workspace=False, arch="90a", priority=0, tag="wgmma"),
