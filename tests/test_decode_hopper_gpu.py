@@ -122,8 +122,10 @@ def test_compile_fullgraph_and_cuda_graph_replay(Hq):
     compile_and_graph_replay(3, Hq, 1, D, Dv, seed=21, v_view_of_k=True)
 
 
-# MLA's single cache with at most 16 rows per KV head (kDecodeNarrowMaxRows): (B, Lq, Hq, S, page, causal, lens, splits).
-NARROW_CASES = [
+# MLA's single cache: (B, Lq, Hq, S, page, causal, lens, splits). Up to 16 rows per KV head
+# (kDecodeNarrowMaxRows) the narrow kernel, past them the MLA kernel (its consumers alternate tiles, so
+# odd and even tile counts, one tile, none).
+SINGLE_CACHE_CASES = [
     (3, 1, 16, 1024, 0, False, [1024, 333, 0], None),
     (3, 1, 16, 1024, 16, False, [1024, 1, 700], None),
     (2, 1, 16, 1024, 256, False, [1000, 64], None),
@@ -132,23 +134,6 @@ NARROW_CASES = [
     (2, 7, 2, 512, 32, True, [500, 9], 3),          # 2 heads x 7 positions, forced splits
     (1, 1, 1, 4096, 0, False, [4000], 7),           # one row
     (2, 1, 16, 2048, 64, False, [2048, 1500], 1),
-]
-
-
-@pytest.mark.parametrize("B,Lq,Hq,S,page,causal,lens,splits", NARROW_CASES,
-                         ids=[f"h{c[2]}-lq{c[1]}-p{c[4]}{'-causal' if c[5] else ''}-s{c[7]}" for c in NARROW_CASES])
-def test_narrow_kernel_for_mla_with_few_rows(B, Lq, Hq, S, page, causal, lens, splits):
-    D, Dv = _pair(576, 512)
-    for dtype in DTYPES:
-        names = []
-        run_case(B, Lq, Hq, 1, S, D, Dv, dtype, causal=causal, lens=lens, page=page, splits=splits, v_view_of_k=True,
-                 seed=Hq * 10 + Lq, kernels=names)
-        assert _ran(names, NARROW), sorted(names)
-
-
-# MLA's single cache with more than 16 rows per KV head (the MLA kernel: consumers alternate tiles, so
-# odd and even tile counts, one tile, none): (B, Lq, Hq, S, page, causal, lens, splits).
-MLA_CASES = [
     (3, 1, 128, 1024, 0, False, [1024, 333, 0], None),
     (3, 1, 128, 1024, 16, False, [1024, 1, 700], None),
     (2, 1, 64, 1024, 256, False, [1000, 64], None),
@@ -162,15 +147,16 @@ MLA_CASES = [
 ]
 
 
-@pytest.mark.parametrize("B,Lq,Hq,S,page,causal,lens,splits", MLA_CASES,
-                         ids=[f"h{c[2]}-lq{c[1]}-p{c[4]}{'-causal' if c[5] else ''}-s{c[7]}" for c in MLA_CASES])
-def test_mla_kernel_for_mla_with_many_rows(B, Lq, Hq, S, page, causal, lens, splits):
+@pytest.mark.parametrize("B,Lq,Hq,S,page,causal,lens,splits", SINGLE_CACHE_CASES,
+                         ids=[f"h{c[2]}-lq{c[1]}-p{c[4]}{'-causal' if c[5] else ''}-s{c[7]}" for c in SINGLE_CACHE_CASES])
+def test_mla_single_cache_kernels(B, Lq, Hq, S, page, causal, lens, splits):
     D, Dv = _pair(576, 512)
+    kernel = NARROW if Hq * Lq <= 16 else MLA
     for dtype in DTYPES:
         names = []
         run_case(B, Lq, Hq, 1, S, D, Dv, dtype, causal=causal, lens=lens, page=page, splits=splits, v_view_of_k=True,
                  seed=Hq * 10 + Lq, kernels=names)
-        assert _ran(names, MLA), sorted(names)
+        assert _ran(names, kernel), sorted(names)
 
 
 @pytest.mark.parametrize("scale", [-0.05, 0.3])
