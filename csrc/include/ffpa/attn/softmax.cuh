@@ -72,4 +72,16 @@ __device__ __forceinline__ void exp2_strip_add_sums(float (&s)[kN][4], float sf,
   row_sum[1] += tile_sum[1].total();
 }
 
+// O *= alpha over an accumulator strip (alpha[0] for its rows g, alpha[1] for g + 8), skipped where
+// every alpha of the warp is 1: the row maxima settled (the lazy update, attn/state.cuh). The Hopper
+// kernels' rescale of O after a tile's softmax.
+template <int kN>
+__device__ __forceinline__ void rescale_strip(float (&o)[kN][4], const float (&alpha)[2]) {
+  if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;
+#pragma unroll
+  for (int n = 0; n < kN; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
+}
+
 }  // namespace ffpa

@@ -241,15 +241,6 @@ struct DecodeMla {
     if (lane == 0) ptx::mbarrier_arrive(sm.empty(k & 1, c));
   }
 
-  template <int kN>
-  static __device__ __forceinline__ void rescale(float (&o)[kN][4], const float (&alpha)[2]) {
-    if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;  // the row maxima settled
-#pragma unroll
-    for (int n = 0; n < kN; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
-  }
-
   static __device__ __forceinline__ void consume(const DecodeParams& p, const Work& w, const Smem& sm, int c) {
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int r0 = 16 * warp + g;  // this thread's rows r0 and r0 + 8
@@ -326,7 +317,7 @@ struct DecodeMla {
         }
         ptx::fence_proxy_async_shared();
         ptx::mbarrier_arrive(sm.p_ready(c));
-        rescale(o, alpha);
+        rescale_strip(o, alpha);
         zero_tail(sm, w, k, c);
         ptx::wgmma_fence();
 #pragma unroll
@@ -344,7 +335,7 @@ struct DecodeMla {
           alpha[r] = sm.alpha[r0 + 8 * r];
           row_sum[r] *= alpha[r];
         }
-        rescale(o, alpha);
+        rescale_strip(o, alpha);
         wait_v(sm, k, c);
         zero_tail(sm, w, k, c);
         ptx::wgmma_fence();

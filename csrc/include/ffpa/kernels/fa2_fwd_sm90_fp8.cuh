@@ -276,14 +276,6 @@ struct Fa2FwdFp8 {
     }
   }
 
-  static __device__ __forceinline__ void rescale(float (&o)[kNO][4], const float (&alpha)[2]) {
-    if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;
-#pragma unroll
-    for (int n = 0; n < kNO; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
-  }
-
   static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c) {
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;
@@ -339,7 +331,7 @@ struct Fa2FwdFp8 {
         ptx::wgmma_fence_operand(o);
         if (lane == 0) sm.ring_v.consumer_release(sv);
         sv.advance();
-        rescale(o, alpha);
+        rescale_strip(o, alpha);
         pack(s, pf);
       }
       sm.ring_v.consumer_wait(sv);

@@ -359,14 +359,6 @@ struct Fa2FwdWs {
     }
   }
 
-  static __device__ __forceinline__ void rescale(float (&o)[kNO][4], const float (&alpha)[2]) {
-    if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;  // the row maxima settled
-#pragma unroll
-    for (int n = 0; n < kNO; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
-  }
-
   // Ping-pong turns among the consumer warpgroups, round robin: c waits for its turn (barrier
   // 1 + c), issues, and passes the turn to c + 1 (mod kConsumers).
   static __device__ __forceinline__ void turn_wait(int c) {
@@ -386,7 +378,7 @@ struct Fa2FwdWs {
     ptx::wgmma_fence_operand(o);
     if (lane == 0) sm.ring_v.consumer_release(rd.sv);
     rd.sv.advance();
-    rescale(o, alpha);
+    rescale_strip(o, alpha);
     pack(s, pf);
   }
 

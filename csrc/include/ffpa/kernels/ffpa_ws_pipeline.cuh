@@ -419,15 +419,6 @@ struct FfpaWsPipeline {
     if constexpr (kPair) ptx::mbarrier_wait_parity<true>(sm.xbar + 8 * kXP, parity);
   }
 
-  template <int kNO>
-  static __device__ __forceinline__ void rescale(float (&o)[kNO][4], const float (&alpha)[2]) {
-    if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;  // the row maxima settled
-#pragma unroll
-    for (int n = 0; n < kNO; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
-  }
-
   // One item on consumer c, which owns O columns [col, col + kCols) of the item's group. S_j's wgmmas
   // are issued before P V_{j-1}'s, so the softmax of S_j runs while the tensor cores do the first
   // kPreV V stages of P V_{j-1} (P double-buffered).
@@ -481,7 +472,7 @@ struct FfpaWsPipeline {
         } else {  // one buffer (a pair): P V_j done in every consumer of both blocks before P_jn lands
           arrive_both(sm.xbar + 8 * kXFree);
         }
-        rescale(o, alpha);
+        rescale_strip(o, alpha);
         if constexpr (Traits::kPBuffers == 1) {
           ptx::mbarrier_wait_parity<true>(sm.xbar + 8 * kXFree, fphase);
           fphase ^= 1u;
