@@ -84,29 +84,13 @@ struct DecodeMla {
   static constexpr uint32_t kBarSum = 1, kBarZero = 2;
   static constexpr uint32_t kPair = 256;  // threads of the two consumer warpgroups
 
-  struct Work {
-    int batch, head_kv, split, group;
-    int g0, i0, rows_per_i;
-    int seqlen, first, n_tiles;  // key tiles [first, first + n_tiles) of 64 keys
-    int lim_min;                 // keys below it are visible to every row of the block
+  struct Work : DecodeRowBlock {
+    int lim_min;  // keys below it are visible to every row of the block
   };
 
   static __device__ __forceinline__ Work work_of_block(const DecodeParams& p) {
     Work w;
-    w.group = p.heads_q / p.heads_kv;
-    const RowPacking<kRows> pack(w.group, p.len_q);
-    w.rows_per_i = pack.rows_per_i;
-    const kernels::DecodeBlock b = kernels::decode_block();
-    const int m_block = b.x % pack.blocks;
-    w.split = b.x / pack.blocks;
-    w.head_kv = b.y;
-    w.batch = b.z;
-    w.g0 = pack.g0(m_block);
-    w.i0 = pack.i0(m_block);
-    const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + pack.positions, p.len_q) - 1);
-    w.seqlen = keys.seqlen;
-    w.first = keys.first;
-    w.n_tiles = max(keys.end - keys.first, 0);
+    static_cast<DecodeRowBlock&>(w) = decode_row_block<kRows, kBlockN>(p);
     w.lim_min = p.is_causal ? w.seqlen - p.len_q + w.i0 + 1 : w.seqlen;
     return w;
   }
@@ -143,10 +127,6 @@ struct DecodeMla {
   }
 
   // ---- producer (one thread) ---------------------------------------------------------------
-  static __device__ __forceinline__ int page_of(const DecodeParams& p, const Work& w, int key) {
-    return __ldg(p.block_table + w.batch * p.block_table_stride + (min(key, w.seqlen - 1) >> p.page_shift));
-  }
-
   static __device__ __forceinline__ void produce(const DecodeParams& p, const DecodeTmaMaps& maps, const Work& w,
                                                  const Smem& sm) {
     ptx::tma_prefetch_map(&maps.q);
@@ -162,7 +142,7 @@ struct DecodeMla {
       const uint32_t parity = ((k >> 1) & 1) ^ 1u;
       int page[kBlockN / 16];  // the tile's pages, looked up once (at most four boxes of 16 keys)
 #pragma unroll
-      for (int i = 0; i < kBlockN / 16; ++i) page[i] = paged && i * box < kBlockN ? page_of(p, w, key0 + i * box) : w.batch;
+      for (int i = 0; i < kBlockN / 16; ++i) page[i] = paged && i * box < kBlockN ? decode_page_of(p, w, key0 + i * box) : w.batch;
       // The owner's columns once it released them, then the other consumer's and the chunks past Dv.
 #pragma unroll 1
       for (int i = 0; i < kChunks; ++i) {

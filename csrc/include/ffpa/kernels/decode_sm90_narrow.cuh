@@ -58,38 +58,10 @@ struct DecodeNarrow {
   // S=8192 32/1 went 0.61 -> 0.63x copy with 2 or 4 (H200, same host), 16 rows stayed at 0.77x.
   static constexpr int kSChains = 2;
 
-  struct Work {
-    int batch, head_kv, split, group;
-    int m_block;  // the row block (of kRows packed rows) of this KV head
-    int g0, i0, rows_per_i, positions;
-    int seqlen, first, n_tiles;  // key tiles [first, first + n_tiles) of 64 keys
-  };
-
-  static __device__ __forceinline__ Work work_of_block(const DecodeParams& p) {
-    Work w;
-    w.group = p.heads_q / p.heads_kv;
-    const RowPacking<kRows> pack(w.group, p.len_q);
-    w.rows_per_i = pack.rows_per_i;
-    w.positions = pack.positions;
-    const kernels::DecodeBlock b = kernels::decode_block();
-    w.m_block = b.x % pack.blocks;
-    w.split = b.x / pack.blocks;
-    w.head_kv = b.y;
-    w.batch = b.z;
-    w.g0 = pack.g0(w.m_block);
-    w.i0 = pack.i0(w.m_block);
-    const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + w.positions, p.len_q) - 1);
-    w.seqlen = keys.seqlen;
-    w.first = keys.first;
-    w.n_tiles = max(keys.end - keys.first, 0);
-    return w;
-  }
+  using Work = DecodeRowBlock;
+  static __device__ __forceinline__ Work work_of_block(const DecodeParams& p) { return decode_row_block<kRows, kBlockN>(p); }
 
   // ---- producer (one thread) ---------------------------------------------------------------
-  static __device__ __forceinline__ int page_of(const DecodeParams& p, const Work& w, int key) {
-    return __ldg(p.block_table + w.batch * p.block_table_stride + (min(key, w.seqlen - 1) >> p.page_shift));
-  }
-
   static __device__ __forceinline__ void produce(const DecodeParams& p, const DecodeTmaMaps& maps, const Work& w,
                                                  uint32_t stages, uint32_t q_smem, uint32_t q_bar, const Ring& ring) {
     ptx::tma_prefetch_map(&maps.q);
@@ -107,7 +79,7 @@ struct DecodeNarrow {
       ring.producer_expect(st, Traits::kStageBytes);
       for (int r = 0; r < kBlockN; r += box) {
         const int row = p.block_table != nullptr ? (key0 + r) & (p.page_size - 1) : key0 + r;
-        const int page = p.block_table != nullptr ? page_of(p, w, key0 + r) : w.batch;
+        const int page = p.block_table != nullptr ? decode_page_of(p, w, key0 + r) : w.batch;
 #pragma unroll
         for (int c = 0; c < KTile::kChunks; ++c)
           ptx::tma_load_4d(stage + KTile::chunk(c) + r * 128, &maps.k, ring.full(st.stage), 64 * c, row, w.head_kv, page);

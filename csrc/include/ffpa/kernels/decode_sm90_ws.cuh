@@ -72,6 +72,45 @@ __device__ __forceinline__ DecodeKeyRange decode_key_range(const DecodeParams& p
   return r;
 }
 
+// The page of a paged cache holding `key` of block w's sequence (w: the kernel's block description, with
+// batch and seqlen), the key clamped to the sequence so no table entry past its length is read.
+template <typename Block>
+__device__ __forceinline__ int decode_page_of(const DecodeParams& p, const Block& w, int key) {
+  return __ldg(p.block_table + w.batch * p.block_table_stride + (min(key, w.seqlen - 1) >> p.page_shift));
+}
+
+// A block of the Hopper single-cache decode kernels (decode_sm90_narrow.cuh, decode_sm90_mla.cuh): grid
+// (row blocks x splits, KV heads, batch), read in reverse launch order (kernels/decode_grid.cuh); its
+// kRows packed rows (RowPacking: row r is position i0 + r / rows_per_i of head g0 + r % rows_per_i) and
+// its key tiles of kBlockN keys.
+struct DecodeRowBlock {
+  int batch, head_kv, split, group;
+  int m_block;  // the row block (of kRows packed rows) of this KV head
+  int g0, i0, rows_per_i, positions;
+  int seqlen, first, n_tiles;  // key tiles [first, first + n_tiles)
+};
+
+template <int kRows, int kBlockN>
+__device__ __forceinline__ DecodeRowBlock decode_row_block(const DecodeParams& p) {
+  DecodeRowBlock w;
+  w.group = p.heads_q / p.heads_kv;
+  const RowPacking<kRows> pack(w.group, p.len_q);
+  w.rows_per_i = pack.rows_per_i;
+  w.positions = pack.positions;
+  const kernels::DecodeBlock b = kernels::decode_block();
+  w.m_block = b.x % pack.blocks;
+  w.split = b.x / pack.blocks;
+  w.head_kv = b.y;
+  w.batch = b.z;
+  w.g0 = pack.g0(w.m_block);
+  w.i0 = pack.i0(w.m_block);
+  const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + w.positions, p.len_q) - 1);
+  w.seqlen = keys.seqlen;
+  w.first = keys.first;
+  w.n_tiles = max(keys.end - keys.first, 0);
+  return w;
+}
+
 template <typename Traits>
 struct DecodeWsProblem {
   using Params = DecodeParams;
@@ -136,11 +175,6 @@ struct DecodeWsProblem {
     ptx::tma_prefetch_map(&maps.v);
   }
 
-  // The page holding `key` (clamped to the sequence, so no table entry past its length is read).
-  static __device__ __forceinline__ int page_of(const DecodeParams& p, const Item& w, int key) {
-    return __ldg(p.block_table + w.batch * p.block_table_stride + (min(key, w.seqlen - 1) >> p.page_shift));
-  }
-
   // A paged cache: the pages of tile j's keys, looked up once per tile into slot j & 1 of the producer's
   // scratch (V of tile j is loaded after tile j + 1's lookups), instead of once per TMA box: with
   // 64-key pages the per-box lookups (22 a tile, each a dependent load before its TMA) cost the
@@ -151,7 +185,7 @@ struct DecodeWsProblem {
     if (p.block_table == nullptr) return;
     const int box = min(p.page_size, kBlockN);
     int* slot = scratch + (j & 1) * kTilePages;
-    for (int i = 0; i * box < kBlockN; ++i) slot[i] = page_of(p, w, j * kBlockN + i * box);
+    for (int i = 0; i * box < kBlockN; ++i) slot[i] = decode_page_of(p, w, j * kBlockN + i * box);
   }
 
   // The page holding key `r` of tile j (begin_tile's note); pages are powers of two here (the launcher),
