@@ -120,8 +120,17 @@ ffpa_attn.set_fa2_mma("auto")
 # caches, lengths 0 / 1 / odd / full, GQA 4 (the mma.sync kernel) and 32 (96 rows per KV head: the
 # wgmma kernel on Hopper at FFPA head dims), Lq 3 causal and not, one split and three (the merge: a
 # block per row where there are few rows, a warp per row at the largest pair's 96 x 8 column blocks;
-# and fused into the split kernel: the last split block of a row block merges it).
+# and fused into the split kernel: the last split block of a row block merges it). The split calls
+# take their sequences longest first (set_decode_order: each block ranks the lengths in shared memory),
+# the one-split calls in launch order (one wave: auto).
 SPLIT_MERGES = ((1, "auto"), (3, "kernel"), (3, "fused"))
+
+
+def set_split_modes(splits, merge):
+    C.set_decode_merge(merge)
+    C.set_decode_order("auto" if splits == 1 else "longest")
+
+
 dec = sorted(tuple(p) for p in info["head_dim_pairs"].get("decode", []))
 cases = [(d, dv, hq) for d, dv in sorted({dec[0], dec[-1]} | ({(576, 512)} & set(dec))) for hq in (8, 64)] if dec else []
 for d, dv, hq in cases if "decode" in PARTS else ():
@@ -135,7 +144,7 @@ for d, dv, hq in cases if "decode" in PARTS else ():
     pv = vc.reshape(40, 16, 2, dv)
     for causal in (False, True):
         for splits, merge in SPLIT_MERGES:
-            C.set_decode_merge(merge)
+            set_split_modes(splits, merge)
             for args in ((kc, vc, None), (pk, pv, table)):
                 out = ffpa_attn.decode(q, args[0], args[1], block_table=args[2], cache_seqlens=lens, causal=causal,
                                        num_splits=splits, strict=True)
@@ -152,13 +161,14 @@ if (576, 512) in set(dec) and "decode" in PARTS:
     for hq in (16, 64, 128):
         q = torch.randn(4, 1, hq, 576, device="cuda", dtype=dt, generator=g)
         for splits, merge in SPLIT_MERGES:
-            C.set_decode_merge(merge)
+            set_split_modes(splits, merge)
             for cache, tab in ((kc, None), (pk, table)):
                 out = ffpa_attn.decode(q, cache, cache[..., :512], block_table=tab, cache_seqlens=lens, num_splits=splits,
                                        strict=True)
                 torch.cuda.synchronize()
                 assert torch.isfinite(out).all()
 C.set_decode_merge("auto")
+C.set_decode_order("auto")
 # The FP8 kernel (Hopper): each head dim, causal both alignments and not, the two masks, GQA, per-head
 # descales, tails in L and S (its V^T pre-pass zero-fills past S); at D = 64 and 128 also the form that
 # transposes V itself (set_fp8_v_transpose("kernel"): TMA's zero fill past S, the transposer warps).

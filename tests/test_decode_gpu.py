@@ -15,6 +15,7 @@ import torch
 import ffpa_attn
 from _cpu_helpers import ref_attention
 from _decode_case import LSE_TOL, TOL, compile_and_graph_replay, kernel_names, run_case
+from _reference import process_mode
 
 pytestmark = pytest.mark.requires_cuda
 
@@ -76,6 +77,30 @@ def test_every_split_count():
     S = 1000
     for splits in list(range(1, 17)) + [128]:
         run_case(3, 3, 8, 2, S, D, Dv, DTYPES[-1], causal=True, lens=[1000, 3, 0], splits=splits, seed=7)
+
+
+# Blocks taking their sequences longest first (kernels/decode_grid.cuh decode_longest_first_batch):
+# forced on lengths with ties, 0, 1 and the capacity, where each sequence must still be computed exactly
+# once (a sequence taken twice leaves another's rows NaN from the poisoned allocator), and auto on a grid
+# of more than one wave of the mma.sync kernel (512 blocks of D = 128 GQA: 3 a SM on an H100 or H200).
+LONGEST_FIRST_LENS = [320, 0, 1, 150, 320, 17, 100, 1, 319]
+
+
+@pytest.mark.parametrize("page,splits", [(0, None), (16, 3), (64, 1)], ids=["contiguous", "paged16-s3", "paged64-s1"])
+def test_longest_first_order_forced(page, splits):
+    D, Dv = _pick(128)
+    with process_mode("decode_order", "longest"):
+        run_case(9, 2, 8, 2, 320, D, Dv, DTYPES[-1], causal=True, lens=LONGEST_FIRST_LENS, page=page, splits=splits,
+                 seed=31)
+
+
+def test_longest_first_order_auto_past_one_wave():
+    D, Dv = _pick(128)
+    g = torch.Generator().manual_seed(3)
+    lens = torch.randint(0, 97, (64,), generator=g).tolist()
+    for mode in ("auto", "launch"):
+        with process_mode("decode_order", mode):
+            run_case(64, 1, 32, 8, 96, D, Dv, DTYPES[-1], lens=lens, splits=1, seed=32)
 
 
 @pytest.mark.parametrize("page", [0, 64], ids=["contiguous", "paged64"])

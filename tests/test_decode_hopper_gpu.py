@@ -12,6 +12,7 @@ import torch
 
 import ffpa_attn
 from _decode_case import compile_and_graph_replay, run_case
+from _reference import process_mode
 
 _INFO = ffpa_attn.build_info() if ffpa_attn.extension_available() else {}
 _WS_PAIRS = sorted({(int(e["E"]), int(e["Ev"])) for e in _INFO.get("registry", [])
@@ -157,6 +158,30 @@ def test_mla_single_cache_kernels(B, Lq, Hq, S, page, causal, lens, splits):
         run_case(B, Lq, Hq, 1, S, D, Dv, dtype, causal=causal, lens=lens, page=page, splits=splits, v_view_of_k=True,
                  seed=Hq * 10 + Lq, kernels=names)
         assert _ran(names, kernel), sorted(names)
+
+
+# The single-cache kernels taking their sequences longest first (decode_longest_first_batch): forced on
+# lengths with ties, 0, 1 and the capacity (each sequence computed exactly once, or NaN rows fail), and
+# auto on an MLA grid of more than one wave (70 sequences x 2 row blocks of 128 heads: 140 blocks, one
+# a SM).
+@pytest.mark.parametrize("Hq,page,splits", [(128, 0, None), (128, 64, 2), (16, 0, None), (16, 32, 3)],
+                         ids=["mla", "mla-paged64-s2", "narrow", "narrow-paged32-s3"])
+def test_single_cache_longest_first_forced(Hq, page, splits):
+    D, Dv = _pair(576, 512)
+    names = []
+    with process_mode("decode_order", "longest"):
+        run_case(9, 1, Hq, 1, 320, D, Dv, DTYPES[-1], lens=[320, 0, 1, 150, 320, 17, 100, 1, 319], page=page,
+                 splits=splits, seed=33, v_view_of_k=True, kernels=names)
+    assert _ran(names, MLA if Hq > 16 else NARROW), sorted(names)
+
+
+def test_mla_longest_first_auto_past_one_wave():
+    D, Dv = _pair(576, 512)
+    g = torch.Generator().manual_seed(4)
+    lens = torch.randint(0, 129, (70,), generator=g).tolist()
+    names = []
+    run_case(70, 1, 128, 1, 128, D, Dv, DTYPES[-1], lens=lens, seed=34, v_view_of_k=True, kernels=names)
+    assert _ran(names, MLA), sorted(names)
 
 
 @pytest.mark.parametrize("scale", [-0.05, 0.3])

@@ -99,3 +99,26 @@ def test_the_merge_is_fused_where_a_block_merges_in_a_few_rounds():
     assert fused(16, 512, 8, threads=1024)          # ... over more threads: 2
     assert fused(4, 512, 8, units=2) and not fused(4, 512, 8)  # 512 units: 2 passes of 2, or 4 of 1
     assert not fused(16, 512, 8, units=2)           # MLA 16/1 on the narrow kernel: 8 passes
+
+
+def test_longest_first_where_lengths_vary_past_one_wave():
+    """Blocks take their sequences longest first (csrc/launch/heuristics.h decode_longest_first) only with
+    per-sequence lengths, 2..256 sequences and more blocks than slots; 'longest' drops the wave
+    condition, 'launch' turns it off (ffpa_attn._C.set_decode_order)."""
+    import ffpa_attn._C as C
+    from _reference import process_mode
+
+    lf = C.decode_longest_first
+    assert lf(True, 128, 256, 132)
+    assert not lf(True, 128, 132, 132)  # one wave: every block starts at once
+    assert not lf(False, 128, 256, 132)  # no per-sequence lengths
+    assert not lf(True, 1, 256, 132)
+    assert lf(True, 256, 1000, 132) and not lf(True, 257, 1000, 132)  # each block ranks the lengths itself
+    with process_mode("decode_order", "longest"):
+        assert lf(True, 9, 18, 132) and not lf(True, 257, 1000, 132) and not lf(False, 9, 18, 132)
+    with process_mode("decode_order", "launch"):
+        assert not lf(True, 128, 256, 132)
+    assert C.get_decode_order() == "auto"
+    with pytest.raises(ValueError, match="set_decode_order: `mode` must be 'auto', 'launch' or 'longest'"):
+        C.set_decode_order("shortest")
+    assert C.get_decode_order() == "auto"

@@ -85,7 +85,10 @@ struct DecodeLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     const int64_t blocks_x = static_cast<int64_t>(row_tiles(p)) * p.num_splits;
     if (blocks_x > 0x7fffffff) return cudaErrorInvalidConfiguration;
     const dim3 grid(static_cast<unsigned>(blocks_x), p.heads_kv, p.batch);
-    V::kernel<<<grid, V::Traits::kThreads, V::Traits::kSmemBytes, stream>>>(p);
+    DecodeParams run = p;
+    run.longest_first = decode_longest_first(p.seqlens != nullptr, p.batch, blocks_x * p.heads_kv * p.batch,
+                                             static_cast<int64_t>(blocks_per_sm<kShared>()) * num_sms(), decode_order());
+    V::kernel<<<grid, V::Traits::kThreads, V::Traits::kSmemBytes, stream>>>(run);
     return cudaGetLastError();
   }
 

@@ -147,7 +147,10 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     cudaError_t err = opt_in_smem(fn, Tr::kSmemBytes, opted);
     if (err != cudaSuccess) return err;
     const dim3 grid(static_cast<unsigned>(blocks_x), p.heads_kv, p.batch);
-    fn<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p, maps);
+    DecodeParams run = p;  // one block per SM (the kernels' shared memory)
+    run.longest_first =
+        decode_longest_first(p.seqlens != nullptr, p.batch, blocks_x * p.heads_kv * p.batch, num_sms(), decode_order());
+    fn<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(run, maps);
     err = cudaGetLastError();
     if (err != cudaSuccess || p.num_splits == 1 || fused_merge) return err;
     return launch_decode_merge<Element, kHeadDimV>(p, stream);

@@ -35,6 +35,11 @@ Fa2Mma fa2_mma();
 void set_decode_merge(DecodeMerge mode);
 DecodeMerge decode_merge();
 
+// The order split-KV decode blocks take their sequences, process-wide (launch/heuristics.h
+// DecodeOrder): kAuto lets the launchers choose per call, kLaunch / kLongest force one.
+void set_decode_order(DecodeOrder mode);
+DecodeOrder decode_order();
+
 // Where the FA-2-style FP8 kernel gets V^T, process-wide: kAuto lets its launcher choose per head dim
 // (the pre-pass today: the in-kernel transpose measured slower), kKernel / kPrepass force one form where
 // the head dim has it (kKernel: D = 64, 128; tests and benchmarks compare the two).

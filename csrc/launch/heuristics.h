@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "ffpa/constants.h"
+
 namespace ffpa::launch {
 
 
@@ -205,6 +207,19 @@ constexpr int kFusedMergeMaxRounds = 2;
 inline int clamp_decode_splits(int splits, int key_tiles) {
   const int most = key_tiles > 1 ? key_tiles : 1;
   return splits < 1 ? 1 : splits > most ? most : splits;
+}
+
+// Longest first (kernels/decode_grid.cuh decode_longest_first_batch): with per-sequence lengths the
+// split kernels' blocks (grid: batch in z) take their sequences in decreasing length, so the last
+// wave's gaps fill with short sequences instead of the SMs idling behind the last long ones. Auto:
+// only where the blocks exceed one wave (within one all start together) and the batch is small enough
+// for each block to rank the lengths itself (O(batch) per thread, before its first load).
+// kLongest forces it wherever it can run (per-sequence lengths, that batch), kLaunch never (the
+// process-wide setting: tests and the A/B).
+enum class DecodeOrder : int { kAuto = 0, kLaunch = 1, kLongest = 2 };
+inline bool decode_longest_first(bool varlen, int batch, int64_t blocks, int64_t slots, DecodeOrder mode) {
+  if (mode == DecodeOrder::kLaunch || !varlen || batch <= 1 || batch > kDecodeLongestFirstMaxBatch) return false;
+  return mode == DecodeOrder::kLongest || blocks > slots;
 }
 
 inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int batch, int units_at_once,

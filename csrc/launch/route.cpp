@@ -12,6 +12,7 @@ namespace ffpa::launch {
 namespace {
 std::atomic<int> g_fa2_mma{static_cast<int>(Fa2Mma::kAuto)};
 std::atomic<int> g_decode_merge{static_cast<int>(DecodeMerge::kAuto)};
+std::atomic<int> g_decode_order{static_cast<int>(DecodeOrder::kAuto)};
 std::atomic<int> g_fp8_v_transpose{static_cast<int>(Fp8VTranspose::kAuto)};
 
 // The entry runs on the device and the MMA preference allows it.
@@ -40,6 +41,8 @@ void set_fa2_mma(Fa2Mma mode) { g_fa2_mma.store(static_cast<int>(mode), std::mem
 Fa2Mma fa2_mma() { return static_cast<Fa2Mma>(g_fa2_mma.load(std::memory_order_relaxed)); }
 void set_decode_merge(DecodeMerge mode) { g_decode_merge.store(static_cast<int>(mode), std::memory_order_relaxed); }
 DecodeMerge decode_merge() { return static_cast<DecodeMerge>(g_decode_merge.load(std::memory_order_relaxed)); }
+void set_decode_order(DecodeOrder mode) { g_decode_order.store(static_cast<int>(mode), std::memory_order_relaxed); }
+DecodeOrder decode_order() { return static_cast<DecodeOrder>(g_decode_order.load(std::memory_order_relaxed)); }
 void set_fp8_v_transpose(Fp8VTranspose mode) { g_fp8_v_transpose.store(static_cast<int>(mode), std::memory_order_relaxed); }
 Fp8VTranspose fp8_v_transpose() {
   return static_cast<Fp8VTranspose>(g_fp8_v_transpose.load(std::memory_order_relaxed));

@@ -175,6 +175,7 @@ int decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms
 constexpr const char* kFa2MmaNames[] = {"auto", "sync", "wgmma"};
 constexpr const char* kDecodeMergeNames[] = {"auto", "fused", "kernel"};
 constexpr const char* kFp8VTransposeNames[] = {"auto", "kernel", "prepass"};
+constexpr const char* kDecodeOrderNames[] = {"auto", "launch", "longest"};
 static_assert(static_cast<int>(ffpa::launch::Fa2Mma::kWgmma) == 2 &&
                   static_cast<int>(ffpa::launch::DecodeMerge::kKernel) == 2 &&
                   static_cast<int>(ffpa::launch::Fp8VTranspose::kPrepass) == 2,
@@ -213,6 +214,12 @@ bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int u
                                           ffpa::launch::DecodeMerge::kAuto);
 }
 
+// Whether a decode call's blocks take their sequences longest first (launch/heuristics.h), for
+// explicit sizes, under the process-wide order setting.
+bool decode_longest_first(bool varlen, int batch, int64_t blocks, int64_t slots) {
+  return ffpa::launch::decode_longest_first(varlen, batch, blocks, slots, ffpa::launch::decode_order());
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -238,6 +245,11 @@ PYBIND11_MODULE(_C, m) {
            "Split-KV decode's merge, process-wide: 'auto' (fused into the split kernel where the launcher's "
            "heuristic says, else the merge kernel), 'fused' (wherever the kernel has it) or 'kernel'",
            "The split-KV merge's form set by set_decode_merge");
+  def_mode(m, "decode_order", kDecodeOrderNames, &ffpa::launch::set_decode_order, &ffpa::launch::decode_order,
+           "The order split-KV decode blocks take their sequences, process-wide: 'auto' (longest first where "
+           "per-sequence lengths, at most 256 sequences and more blocks than one wave; else launch order), "
+           "'launch' or 'longest' (wherever per-sequence lengths and at most 256 sequences)",
+           "The decode block order set by set_decode_order");
   def_mode(m, "fp8_v_transpose", kFp8VTransposeNames, &ffpa::launch::set_fp8_v_transpose,
            &ffpa::launch::fp8_v_transpose,
            "Where the FA-2-style FP8 kernel (head dims 64..256) gets V^T, process-wide: 'auto' (the launcher's "
@@ -246,5 +258,7 @@ PYBIND11_MODULE(_C, m) {
            "The FP8 V^T form set by set_fp8_v_transpose");
   m.def("decode_fused_merge", &decode_fused_merge, py::arg("rows"), py::arg("head_dim_v"), py::arg("splits"),
         py::arg("threads"), py::arg("units") = 1, "Whether an auto decode call fuses its merge (csrc/launch/heuristics.h), for explicit sizes");
+  m.def("decode_longest_first", &decode_longest_first, py::arg("varlen"), py::arg("batch"), py::arg("blocks"),
+        py::arg("slots"), "Whether a decode call's blocks take their sequences longest first (csrc/launch/heuristics.h)");
   if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();
 }

@@ -23,4 +23,9 @@ constexpr int kFusedMergeBatch = 8;
 constexpr int kFusedMergeUnitsNarrow = 2;
 constexpr int kFusedMergeUnitsSync = 1;
 
+// Decode blocks that take their sequences longest first (kernels/decode_grid.cuh
+// decode_longest_first_batch) rank the lengths in shared memory: at most this many sequences (the
+// launchers' choice, launch/heuristics.h, and the kernels' scratch, asserted, hold to it).
+constexpr int kDecodeLongestFirstMaxBatch = 256;
+
 }  // namespace ffpa

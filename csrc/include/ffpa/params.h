@@ -104,6 +104,9 @@ struct DecodeParams : AttnParams {
   // launch and left zero after it (the last block of a row block resets its own); null: the
   // separate merge kernel combines the partials.
   int* merge_counters;
+  // Blocks take their sequence longest first (kernels/decode_grid.cuh, decode_longest_first_batch):
+  // set by the launcher with per-sequence lengths, few enough sequences and more blocks than one wave.
+  int longest_first;
 };
 
 // V is the first Dv columns of K, read through the same pointer and strides (MLA's single cache):

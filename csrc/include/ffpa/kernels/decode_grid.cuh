@@ -28,4 +28,33 @@ __device__ __forceinline__ DecodeBlock decode_block() {
 // Block t (blockIdx.x) of a one-dimensional grid read in reverse launch order.
 __device__ __forceinline__ int decode_block_1d(int t) { return static_cast<int>(gridDim.x) - 1 - t; }
 
+// Longest first (DecodeParams::longest_first): with per-sequence lengths, the sequence of the blocks
+// launched `rank`-th (blockIdx.z of a grid with the batch in z) is the one of that rank in decreasing
+// length, ties by index (so the ranks are a permutation of the batch). The longest sequences' blocks
+// then start first and the short ones fill the last wave's gaps: list scheduling's longest-first rule,
+// where launch order leaves SMs idle while the last long blocks finish (compute-bound blocks, a
+// simulation of B = 128 lengths in [S/2, S], two blocks a sequence, 132 SMs: 1.29x the ideal time in
+// launch order, 1.04x longest first; launch/heuristics.h decode_longest_first says when). Every
+// thread of the block calls it (three barriers, a branch the whole block takes alike); `scratch`:
+// batch + 1 ints of shared memory, free again when it returns; batch at most
+// kDecodeLongestFirstMaxBatch (constants.h). O(batch) per thread.
+__device__ __forceinline__ int decode_longest_first_batch(const int* seqlens, int batch, int rank, int* scratch) {
+  for (int b = threadIdx.x; b < batch; b += blockDim.x) scratch[b] = __ldg(seqlens + b);
+  __syncthreads();
+  for (int b = threadIdx.x; b < batch; b += blockDim.x) {
+    const int len = scratch[b];
+    int before = 0;  // sequences ranked ahead of b
+#pragma unroll 4
+    for (int j = 0; j < batch; ++j) {
+      const int other = scratch[j];
+      before += (other > len || (other == len && j < b)) ? 1 : 0;
+    }
+    if (before == rank) scratch[batch] = b;
+  }
+  __syncthreads();
+  const int mine = scratch[batch];
+  __syncthreads();  // every thread has read it: the caller may write scratch
+  return mine;
+}
+
 }  // namespace ffpa::kernels

@@ -67,7 +67,8 @@ struct DecodeFwd {
     int n_begin, n_end;  // this block's keys [n_begin, n_end)
   };
 
-  static __device__ __forceinline__ Work work_of_block(const DecodeParams& p) {
+  // `scratch`: shared memory for decode_longest_first_batch where the launcher asked for that order.
+  static __device__ __forceinline__ Work work_of_block(const DecodeParams& p, int* scratch) {
     Work w;
     w.group = p.heads_q / p.heads_kv;
     w.rows = w.group * p.len_q;
@@ -76,7 +77,7 @@ struct DecodeFwd {
     w.m0 = b.x % m_tiles * kRows;
     w.split = b.x / m_tiles;
     w.head_kv = b.y;
-    w.batch = b.z;
+    w.batch = p.longest_first ? decode_longest_first_batch(p.seqlens, p.batch, static_cast<int>(blockIdx.z), scratch) : b.z;
     // Lengths are not checked on the host (no sync): clamp them to the cache so a bad one cannot
     // read outside it (FFPA_DEBUG_CHECKS reports them).
     const int len = p.seqlens != nullptr ? __ldg(p.seqlens + w.batch) : p.len_kv;
@@ -505,7 +506,7 @@ struct DecodeFwd {
   static __device__ __forceinline__ void run(const DecodeParams& p) {
     extern __shared__ __align__(1024) char smem[];
     const int tid = threadIdx.x;
-    const Work w = work_of_block(p);
+    const Work w = work_of_block(p, reinterpret_cast<int*>(smem));
     if (w.n_end <= w.n_begin) write_empty(p, w, tid);
     else tiles(p, w, smem, tid);
     if (p.num_splits > 1 && p.merge_counters != nullptr) merge_if_last(p, w, tid, reinterpret_cast<int*>(smem));

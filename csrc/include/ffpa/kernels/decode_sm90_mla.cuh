@@ -88,9 +88,9 @@ struct DecodeMla {
     int lim_min;  // keys below it are visible to every row of the block
   };
 
-  static __device__ __forceinline__ Work work_of_block(const DecodeParams& p) {
+  static __device__ __forceinline__ Work work_of_block(const DecodeParams& p, int* scratch) {
     Work w;
-    static_cast<DecodeRowBlock&>(w) = decode_row_block<kRows, kBlockN>(p);
+    static_cast<DecodeRowBlock&>(w) = decode_row_block<kRows, kBlockN>(p, scratch);
     w.lim_min = p.is_causal ? w.seqlen - p.len_q + w.i0 + 1 : w.seqlen;
     return w;
   }
@@ -375,7 +375,8 @@ struct DecodeMla {
 
   static __device__ __forceinline__ void run(const DecodeParams& p, const DecodeTmaMaps& maps, char* smem_raw) {
     const Smem sm = layout(smem_raw);
-    const Work w = work_of_block(p);
+    // (the P buffer is the longest-first order's scratch: nothing reads it before the first P)
+    const Work w = work_of_block(p, reinterpret_cast<int*>(smem_raw + (sm.p - ptx::smem_u32addr(smem_raw))));
     if (threadIdx.x == 0) {
       for (int s = 0; s < Traits::kStages; ++s) {
         for (int c = 0; c < kChunks; ++c) ptx::mbarrier_init(sm.full(s, c), 1);

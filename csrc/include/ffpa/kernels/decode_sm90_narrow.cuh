@@ -59,7 +59,9 @@ struct DecodeNarrow {
   static constexpr int kSChains = 2;
 
   using Work = DecodeRowBlock;
-  static __device__ __forceinline__ Work work_of_block(const DecodeParams& p) { return decode_row_block<kRows, kBlockN>(p); }
+  static __device__ __forceinline__ Work work_of_block(const DecodeParams& p, int* scratch) {
+    return decode_row_block<kRows, kBlockN>(p, scratch);
+  }
 
   // ---- producer (one thread) ---------------------------------------------------------------
   static __device__ __forceinline__ void produce(const DecodeParams& p, const DecodeTmaMaps& maps, const Work& w,
@@ -106,7 +108,8 @@ struct DecodeNarrow {
     float* red_sum = red_max + Traits::kConsumerWarps * kRows;
     const Ring ring{red + Traits::kRedBytes};
     const uint32_t q_bar = ring.bars + Ring::kBarrierBytes;
-    const Work w = work_of_block(p);
+    // (the P buffer is the longest-first order's scratch: nothing reads it before the consumers' first P)
+    const Work w = work_of_block(p, reinterpret_cast<int*>(smem_raw + (p_smem - raw)));
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
     if (threadIdx.x == 0) {
       ring.init(Traits::kConsumerWarps);

@@ -90,8 +90,9 @@ struct DecodeRowBlock {
   int seqlen, first, n_tiles;  // key tiles [first, first + n_tiles)
 };
 
+// `scratch`: shared memory for decode_longest_first_batch where the launcher asked for that order.
 template <int kRows, int kBlockN>
-__device__ __forceinline__ DecodeRowBlock decode_row_block(const DecodeParams& p) {
+__device__ __forceinline__ DecodeRowBlock decode_row_block(const DecodeParams& p, int* scratch) {
   DecodeRowBlock w;
   w.group = p.heads_q / p.heads_kv;
   const RowPacking<kRows> pack(w.group, p.len_q);
@@ -101,7 +102,8 @@ __device__ __forceinline__ DecodeRowBlock decode_row_block(const DecodeParams& p
   w.m_block = b.x % pack.blocks;
   w.split = b.x / pack.blocks;
   w.head_kv = b.y;
-  w.batch = b.z;
+  w.batch = p.longest_first ? kernels::decode_longest_first_batch(p.seqlens, p.batch, static_cast<int>(blockIdx.z), scratch)
+                            : b.z;
   w.g0 = pack.g0(w.m_block);
   w.i0 = pack.i0(w.m_block);
   const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + w.positions, p.len_q) - 1);

@@ -3,6 +3,7 @@
 // device-usable, so csrc/launch sizes launches from the numbers the kernel uses.
 #pragma once
 
+#include "ffpa/constants.h"
 #include "ffpa/tile/smem_tile.cuh"
 
 namespace ffpa {
@@ -115,6 +116,7 @@ struct DecodeTraits {
                 "shared K/V: V is a prefix of K, the ring whole tiles");
   static_assert(QTile::kBytes % 128 == 0 && KvTile::kBytes % 128 == 0 && PTile::kBytes % 128 == 0,
                 "every shared region stays 128-byte aligned (the swizzle phase of a slot starts at 0)");
+  static_assert(kSmemBytes >= 4 * (kDecodeLongestFirstMaxBatch + 1), "the longest-first order's scratch fits");
 };
 
 }  // namespace ffpa
@@ -167,6 +169,7 @@ struct DecodeNarrowTraits {
 
   static_assert(kHeadDim % 64 == 0 && kHeadDimV % 64 == 0 && kHeadDimV <= kHeadDim, "V is a 64-aligned prefix of K");
   static_assert(kSmemBytes <= 227 * 1024, "two stages and Q fit shared memory");
+  static_assert(PTile::kBytes >= 4 * (kDecodeLongestFirstMaxBatch + 1), "P holds the longest-first order's scratch");
 };
 
 
@@ -205,6 +208,7 @@ struct DecodeMlaTraits {
   static_assert(kHalf % 64 == 0 && kHalf <= 256, "a consumer's columns are whole chunks, one wgmma wide");
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
   static_assert(kSmemBytes <= 227 * 1024, "Q, two stages and P fit shared memory");
+  static_assert(PTile::kBytes >= 4 * (kDecodeLongestFirstMaxBatch + 1), "P holds the longest-first order's scratch");
 };
 
 }  // namespace ffpa
