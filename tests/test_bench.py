@@ -369,3 +369,10 @@ def test_decode_table_reports_the_model_probe_or_its_failure():
     md = bd.make_table(dict(data, rows=rows + [failed]))
     assert "Hugging Face Llama-style model: FAILED (RuntimeError: Detected 1 tensor(s) in the cudagraph pool)." in md
     assert "3900 (0.97)" in md
+    # a compute-bound cell times the GEMM again among its calls: TFLOPS against that GEMM, the run's first
+    # GEMM still named as the start's
+    mla = dict(cell, B=128, S=4096, Hq=128, Hkv=1, D=576, Dv=512)
+    md = bd.make_table(dict(data, rows=rows + [dict(mla, kernel="ffpa_decode", gbps=2000.0, tflops=480.0),
+                                               dict(mla, kernel="gemm_ceiling", tflops=750.0)]))
+    assert "bf16 GEMM ceiling 800 TFLOPS at the run's start" in md
+    assert "| bf16 | 128 | 4096 | 128/1 | 576/512 | 1 | contiguous | 2000 (0.50) | 480 (0.64x: 750) | - | - | - |" in md
