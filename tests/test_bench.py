@@ -369,7 +369,7 @@ def test_decode_table_reports_the_model_probe_or_its_failure():
     md = bd.make_table(dict(data, rows=rows + [failed]))
     assert "Hugging Face Llama-style model: FAILED (RuntimeError: Detected 1 tensor(s) in the cudagraph pool)." in md
     assert "3900 (0.97)" in md
-    # a compute-bound cell times the GEMM again among its calls: TFLOPS against that GEMM, the run's first
+    # a compute-bound cell times the GEMM again right after its calls: TFLOPS against that GEMM, the run's first
     # GEMM still named as the start's
     mla = dict(cell, B=128, S=4096, Hq=128, Hkv=1, D=576, Dv=512)
     md = bd.make_table(dict(data, rows=rows + [dict(mla, kernel="ffpa_decode", gbps=2000.0, tflops=480.0),
