@@ -11,8 +11,9 @@ Shapes are ``BxSxHqxHkvxD[xDv][:Lq][:causal]``. Each runs with a contiguous cach
 Dv columns of K, count K's bytes once); the copy ceiling is (read + write bytes) / time of a
 1 GiB device-to-device copy. SDPA gets the cache as (B, Hkv, S, D) views with enable_gqa, and the
 bottom-right causal mask as torch's causal_lower_right bias. Timing: bench.py's interleaved CUDA
-events with the L2 evicted before each call, medians. Rows go to ``<out>/decode.json``; the
-table to ``<out>/decode.md``. Per-call latency (eager and CUDA graph) at B=1, S=4096, 32/8, D=128.
+events with the L2 evicted before each call, medians; a shape's layouts are timed together, so their
+ratios compare calls made at the same clocks. Rows go to ``<out>/decode.json``; the table to
+``<out>/decode.md``. Per-call latency (eager and CUDA graph) at B=1, S=4096, 32/8, D=128.
 """
 from __future__ import annotations
 
@@ -256,27 +257,30 @@ def run(args) -> int:
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dt_name]
         for (B, S, Hq, Hkv, D, Dv, Lq, causal) in args.shapes or SHAPES:
             shared_kv = D != Dv  # MLA: V is the first Dv columns of K
+            # The shape's layouts in one interleaved timing (their ratios, e.g. paged against contiguous,
+            # then compare calls made at the same clocks), each layout's cache and calls built first.
+            cells = []
             for layout in args.layouts:
                 gen = torch.Generator(device="cuda").manual_seed(B * S + D)
                 k, v, table, lens = _caches(torch, B, S, Hkv, D, Dv, dtype, layout, gen, shared_kv)
                 q = torch.randn(B, Lq, Hq, D, device="cuda", dtype=dtype, generator=gen)
-                seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
-                base = {"dtype": dt_name, "B": B, "Hq": Hq, "Hkv": Hkv, "Lq": Lq, "S": S, "D": D, "Dv": Dv,
-                        "causal": causal, "page_size": 64 if layout == "paged64" else 0, "varlen": layout == "varlen"}
-                nbytes = kv_bytes(lens, Hkv, D, Dv, q.element_size(), shared_kv)
-                flops = 2.0 * Hq * Lq * sum(lens) * (D + Dv)
-                fns, names = [], []
+                seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda") if layout == "varlen" else None
+                cell = {"layout": layout, "tensors": (q, k, v, table, seqlens), "fns": [], "names": [],
+                        "base": {"dtype": dt_name, "B": B, "Hq": Hq, "Hkv": Hkv, "Lq": Lq, "S": S, "D": D, "Dv": Dv,
+                                 "causal": causal, "page_size": 64 if layout == "paged64" else 0,
+                                 "varlen": layout == "varlen"},
+                        "nbytes": kv_bytes(lens, Hkv, D, Dv, q.element_size(), shared_kv),
+                        "flops": 2.0 * Hq * Lq * sum(lens) * (D + Dv)}
                 if (D, Dv) in pairs:
-                    fns.append(lambda: ffpa_attn.decode(q, k, v, cache_seqlens=seqlens if layout == "varlen" else None,
-                                                        block_table=table, causal=causal,
-                                                        num_splits=args.num_splits))
-                    names.append("ffpa_decode")
+                    cell["fns"].append(lambda q=q, k=k, v=v, table=table, seqlens=seqlens: ffpa_attn.decode(
+                        q, k, v, cache_seqlens=seqlens, block_table=table, causal=causal, num_splits=args.num_splits))
+                    cell["names"].append("ffpa_decode")
                 if layout == "contiguous":
                     qs, ks, vs = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
                     mask = causal_lower_right(Lq, S) if causal else None
                     for name, backend in (("sdpa_flash", SDPBackend.FLASH_ATTENTION),
                                           ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION)):
-                        def fn(backend=backend):
+                        def fn(backend=backend, qs=qs, ks=ks, vs=vs, mask=mask):
                             with sdpa_kernel(backend):
                                 return F.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, enable_gqa=True)
                         try:
@@ -284,30 +288,33 @@ def run(args) -> int:
                             torch.cuda.synchronize()
                         except RuntimeError:
                             continue  # this backend does not run the shape
-                        fns.append(fn)
-                        names.append(name)
-                times = time_interleaved(fns, args.warmup, args.iters, flush=flush)
-                if fns and Hq // Hkv * Lq >= COMPUTE_BOUND_ROWS:
-                    # Compute-bound: the GEMM ceiling again right after the cell, so both ran at the clocks of
-                    # this point of the run (a GPU hot late in the run clocks lower than at its start). Not
-                    # interleaved: the GEMM's power draw would lower the cell's own clocks.
-                    names.append("gemm_ceiling")
-                    times.append(time_interleaved([gemm], args.warmup, args.iters, flush=flush)[0])
+                        cell["fns"].append(fn)
+                        cell["names"].append(name)
+                cells.append(cell)
+            times = time_interleaved([fn for c in cells for fn in c["fns"]], args.warmup, args.iters, flush=flush)
+            gemm_ms = None
+            if any(c["fns"] for c in cells) and Hq // Hkv * Lq >= COMPUTE_BOUND_ROWS:
+                # Compute-bound: the GEMM ceiling again right after the shape's calls, so both ran at the clocks
+                # of this point of the run (a GPU hot late in the run clocks lower than at its start). Not
+                # interleaved: the GEMM's power draw would lower the calls' own clocks.
+                gemm_ms = time_interleaved([gemm], args.warmup, args.iters, flush=flush)[0]
+            for cell in cells:
+                base, nbytes, flops = cell["base"], cell["nbytes"], cell["flops"]
+                cell_times, times = times[:len(cell["fns"])], times[len(cell["fns"]):]
                 line = []
-                for name, ms in zip(names, times):
-                    if name == "gemm_ceiling":
-                        tf = GEMM_FLOPS / (ms * 1e-3) / 1e12
-                        rows.append(dict(base, kernel=name, ms=ms, tflops=tf, M=8192, N=8192, K=8192))
-                        line.append(f"GEMM ceiling {tf:.0f} TFLOPS")
-                        continue
+                for name, ms in zip(cell["names"], cell_times):
                     gbps = nbytes / (ms * 1e-3) / 1e9
                     rows.append(dict(base, kernel=name, ms=ms, gbps=gbps, tflops=flops / (ms * 1e-3) / 1e12,
                                      copy_fraction=gbps / copy_gbps))
                     line.append(f"{name} {ms:.3f} ms {gbps:.0f} GB/s ({gbps / copy_gbps:.2f}x copy)")
-                print(f"{dt_name} B={B} S={S} {Hq}/{Hkv} D={D}/{Dv} Lq={Lq}{' causal' if causal else ''} {layout}: "
-                      + "; ".join(line), flush=True)
-                del k, v, table, q
-                torch.cuda.empty_cache()
+                if gemm_ms is not None:
+                    tf = GEMM_FLOPS / (gemm_ms * 1e-3) / 1e12
+                    rows.append(dict(base, kernel="gemm_ceiling", ms=gemm_ms, tflops=tf, M=8192, N=8192, K=8192))
+                    line.append(f"GEMM ceiling {tf:.0f} TFLOPS")
+                print(f"{dt_name} B={B} S={S} {Hq}/{Hkv} D={D}/{Dv} Lq={Lq}{' causal' if causal else ''} "
+                      f"{cell['layout']}: " + "; ".join(line), flush=True)
+            del cells
+            torch.cuda.empty_cache()
         if not args.no_latency:
             lat = latency_probe(torch, ffpa_attn, dtype)
             rows.append(lat)
