@@ -426,19 +426,59 @@ class _Sweep:
                              "reason": reason})
 
 
-def _run_cell(sw, shape, dt, dtype, causal, D, gen):
-    """Every kernel at one (shape, dtype, causal, D): inputs, optional check, timing."""
+def _run_cell(sw, shape, dt, dtype, causals, D, gen):
+    """Every kernel at one (shape, dtype, D), causal and not as asked: inputs, optional check, then one
+    interleaved timing of all of them (so causal against non-causal compares calls made at the same
+    clocks: cells timed minutes apart drifted by 5-15% on one H100, session 27)."""
+    import torch
+
+    args = sw.args
+    B, Hq, Hkv, L, S = shape
+    Dv = args.Dv if args.Dv is not None else D
+    try:
+        q = torch.randn(B, Hq, L, D, device="cuda", dtype=dtype, generator=gen)
+        k = torch.randn(B, Hkv, S, D, device="cuda", dtype=dtype, generator=gen)
+        v = torch.randn(B, Hkv, S, Dv, device="cuda", dtype=dtype, generator=gen)
+    except torch.OutOfMemoryError as e:
+        for causal in causals:
+            _skip_oom(sw, shape, dt, causal, D, e)
+        torch.cuda.empty_cache()
+        return
+    timed = []  # (fn, rec, desc) of the kernels that ran; timed together below
+    for causal in causals:
+        timed += _prepare_cell(sw, shape, dt, causal, D, q, k, v)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        times = _time_interleaved([t[0] for t in timed], args.warmup, args.iters, sw.flush)
+    for (_, rec, desc), ms in zip(timed, times):
+        rec["ms"] = ms
+        # Dense (or causal) flop count even with a mask: the numbers compare as time ratios.
+        rec["tflops"] = compute_tflops(B, Hq, L, S, D, Dv, rec["causal"], ms)
+        sw.results.append(rec)
+        sw.prog.update(f"{desc} {rec['tflops']:.1f} TFLOPS")
+    del timed, q, k, v
+    torch.cuda.empty_cache()
+
+
+def _skip_oom(sw, shape, dt, causal, D, e):
+    """Every kernel of a cell whose inputs did not fit, skipped as such."""
+    sw.prog.write(f"skip D={D} {dt} causal={causal}: OOM allocating inputs ({e})")
+    for kname in sw.kernels:
+        sw.skip(kname, dt, D, causal, shape, "OOM allocating inputs")
+        sw.prog.update(f"{kname} D={D} (OOM)")
+
+
+def _prepare_cell(sw, shape, dt, causal, D, q, k, v):
+    """The kernels of one (shape, dtype, causal, D) on inputs q, k, v: each one's first call (and
+    check), as (fn, rec, desc) for the timing."""
     import torch
 
     args = sw.args
     B, Hq, Hkv, L, S = shape
     gqa = Hq != Hkv
-    Dv = args.Dv if args.Dv is not None else D
-    q = k = v = ref = mask = None
+    Dv = v.shape[-1]
+    ref = mask = None
     try:
-        q = torch.randn(B, Hq, L, D, device="cuda", dtype=dtype, generator=gen)
-        k = torch.randn(B, Hkv, S, D, device="cuda", dtype=dtype, generator=gen)
-        v = torch.randn(B, Hkv, S, Dv, device="cuda", dtype=dtype, generator=gen)
         if args.mask == "blocksparse":
             mask = blocksparse_mask(L, S, device="cuda", causal=causal)
         base_err = None
@@ -452,14 +492,11 @@ def _run_cell(sw, shape, dt, dtype, causal, D, gen):
             except _SKIP_EXC as e:
                 sw.prog.write(f"note: {BASELINE} baseline failed for D={D}: {e}")
     except torch.OutOfMemoryError as e:
-        sw.prog.write(f"skip D={D} {dt} causal={causal}: OOM allocating inputs ({e})")
-        for kname in sw.kernels:
-            sw.skip(kname, dt, D, causal, shape, "OOM allocating inputs")
-            sw.prog.update(f"{kname} D={D} (OOM)")
+        _skip_oom(sw, shape, dt, causal, D, e)
         torch.cuda.empty_cache()
-        return
+        return []
 
-    timed = []  # (fn, rec, desc) of the kernels that ran; timed together below
+    timed = []
     for kname in sw.kernels:
         desc = f"{dt}{' causal' if causal else ''} B={B} H={Hq} L={L} D={D} {kname}"
         reason = _static_skip(kname, D, Dv, sw.pairs, args.mask)
@@ -492,18 +529,7 @@ def _run_cell(sw, shape, dt, dtype, causal, D, gen):
             sw.prog.update(desc + " (skip)")
             continue
         timed.append((fn, rec, desc))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        times = _time_interleaved([t[0] for t in timed], args.warmup, args.iters, sw.flush)
-    for (_, rec, desc), ms in zip(timed, times):
-        rec["ms"] = ms
-        # Dense (or causal) flop count even with a mask: the numbers compare as time ratios.
-        rec["tflops"] = compute_tflops(B, Hq, L, S, D, Dv, causal, ms)
-        sw.results.append(rec)
-        sw.prog.update(f"{desc} {rec['tflops']:.1f} TFLOPS")
-    del timed
-    del q, k, v, ref, mask, expand_cache
-    torch.cuda.empty_cache()
+    return timed
 
 
 def _record_check(sw, rec, out, ref, base_err, what):
@@ -554,9 +580,8 @@ def run_gpu(args) -> int:
     gen.manual_seed(args.seed)
     for shape in args.shapes:
         for dt in args.dtype:
-            for causal in causals:
-                for D in args.D:
-                    _run_cell(sw, shape, dt, dtypes[dt], causal, D, gen)
+            for D in args.D:
+                _run_cell(sw, shape, dt, dtypes[dt], causals, D, gen)
     prog.close()
 
     data = {
