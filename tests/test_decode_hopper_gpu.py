@@ -184,6 +184,27 @@ def test_mla_longest_first_auto_past_one_wave():
     assert _ran(names, MLA), sorted(names)
 
 
+# The 64-row kernel (separate V) taking its sequences longest first: forced, and auto past one wave
+# (140 sequences x one 64-row block: 140 blocks, one a SM).
+@pytest.mark.parametrize("page,splits", [(0, None), (32, 3)], ids=["contiguous", "paged32-s3"])
+def test_ws_longest_first_forced(page, splits):
+    D, Dv = _WS_PAIRS[-1] if _WS_PAIRS else pytest.skip("no Hopper decode kernel in this build")
+    names = []
+    with process_mode("decode_order", "longest"):
+        run_case(9, 2, 32, 1, 320, D, Dv, DTYPES[-1], causal=True, lens=[320, 0, 1, 150, 320, 17, 100, 1, 319],
+                 page=page, splits=splits, seed=35, kernels=names)
+    assert _ran(names, WS), sorted(names)
+
+
+def test_ws_longest_first_auto_past_one_wave():
+    D, Dv = _WS_PAIRS[-1] if _WS_PAIRS else pytest.skip("no Hopper decode kernel in this build")
+    g = torch.Generator().manual_seed(5)
+    lens = torch.randint(0, 129, (140,), generator=g).tolist()
+    names = []
+    run_case(140, 1, 64, 1, 128, D, Dv, DTYPES[-1], lens=lens, splits=1, seed=36, kernels=names)
+    assert _ran(names, WS), sorted(names)
+
+
 @pytest.mark.parametrize("scale", [-0.05, 0.3])
 def test_mla_kernel_scale(scale):
     D, Dv = _pair(576, 512)

@@ -185,7 +185,9 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     cudaError_t err = opt_in_smem(fn, Traits::kSmemBytes, opted_in);
     if (err != cudaSuccess) return err;
     // (this kernel has no fused merge: plan() never asks for one, and merge_counters is not read)
-    fn<<<static_cast<unsigned>(blocks), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
+    DecodeParams run = p;  // one block per SM (the kernel's shared memory)
+    run.longest_first = decode_longest_first(p.seqlens != nullptr, p.batch, blocks, num_sms(), decode_order());
+    fn<<<static_cast<unsigned>(blocks), Traits::kThreads, Traits::kSmemBytes, stream>>>(run, maps);
     err = cudaGetLastError();
     if (err != cudaSuccess || p.num_splits == 1) return err;
     return launch_decode_merge<Element, kHeadDimV>(p, stream);

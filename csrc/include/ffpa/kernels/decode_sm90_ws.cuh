@@ -30,6 +30,7 @@
 #include <math_constants.h>
 
 #include "ffpa/attn/state.cuh"
+#include "ffpa/constants.h"
 #include "ffpa/kernels/decode_grid.cuh"
 #include "ffpa/kernels/ffpa_ws_pipeline.cuh"
 #include "ffpa/params.h"
@@ -140,11 +141,16 @@ struct DecodeWsProblem {
     int lim_min;  // keys below it are visible to every row of the block
   };
 
-  static __device__ __forceinline__ Item item(const DecodeParams& p, int t) {
+  static_assert(Traits::kPBuffers * Traits::PTile::kBytes >= 4 * (kDecodeLongestFirstMaxBatch + 1),
+                "P's buffers hold the longest-first order's scratch");
+  static __device__ __forceinline__ Item item(const DecodeParams& p, int t, int* scratch) {
     const RowPacking<kBlockM> pack(p.heads_q / p.heads_kv, p.len_q);
     Item w;
     w.m0 = 0;
     w.rows_per_i = pack.rows_per_i;
+    // Longest first: the launch position's sequence rank (batch slowest), the rest in reverse order.
+    const int per_batch = pack.blocks * Traits::kGroups * p.num_splits * p.heads_kv;
+    const int rank = t / per_batch;
     t = kernels::decode_block_1d(t);
     const int m_block = t % pack.blocks;
     t /= pack.blocks;
@@ -153,7 +159,7 @@ struct DecodeWsProblem {
     w.split = t % p.num_splits;
     t /= p.num_splits;
     w.head_kv = t % p.heads_kv;
-    w.batch = t / p.heads_kv;
+    w.batch = p.longest_first ? kernels::decode_longest_first_batch(p.seqlens, p.batch, rank, scratch) : t / p.heads_kv;
     w.g0 = pack.g0(m_block);
     w.i0 = pack.i0(m_block);
     const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + pack.positions, p.len_q) - 1);

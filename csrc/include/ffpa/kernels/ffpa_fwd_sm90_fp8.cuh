@@ -31,8 +31,8 @@ struct FfpaFp8Prefill : FfpaPrefill<Traits> {
   using Out = typename Traits::Out;
   static constexpr float kPOffset = Traits::kPOffset;  // P = 2^(s - m + kPOffset)
 
-  static __device__ __forceinline__ Item item(const FwdParams& p, int t) {
-    Item w = Base::item(p, t);
+  static __device__ __forceinline__ Item item(const FwdParams& p, int t, int* scratch) {
+    Item w = Base::item(p, t, scratch);
     w.scale_log2 = p.scale_log2 *
                    fp8_descale(p.q_descale, p.q_descale_batch_stride, p.q_descale_head_stride, w.batch, w.head) *
                    fp8_descale(p.k_descale, p.k_descale_batch_stride, p.k_descale_head_stride, w.batch, w.head_kv);

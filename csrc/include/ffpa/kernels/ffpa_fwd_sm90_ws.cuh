@@ -59,7 +59,7 @@ struct FfpaPrefill {
     float scale_log2;      // the softmax scale of its scores (base 2; the FP8 Problem folds descales in)
   };
 
-  static __device__ __forceinline__ Item item(const FwdParams& p, int t) {
+  static __device__ __forceinline__ Item item(const FwdParams& p, int t, int* /*scratch*/) {
     const int m_blocks = (p.len_q + kBlockM - 1) / kBlockM;
     Item w;
     int groups = Traits::kGroups;  // blocks numbered query block fastest, then group

@@ -55,8 +55,10 @@
 //
 // A Problem (static members) says what a block works on:
 //   Params, Maps                      the kernel's parameters and TMA maps
-//   Item item(p, block)               what block `block` computes: has m0 (its first row, the base
-//                                     of the rows the hooks below get) and n_end (its tiles end)
+//   Item item(p, block, scratch)      what block `block` computes: has m0 (its first row, the base
+//                                     of the rows the hooks below get) and n_end (its tiles end);
+//                                     all threads call it first, and may use `scratch` (P's buffers)
+//                                     with block barriers (the decode Problem: longest first)
 //   first_tile(p, w), next_tile(p, w, j)   the key tiles it walks, in order (below n_end)
 //   begin_tile(p, w, j, scratch)           producer, before tile j's Q@K^T slices: may note what its
 //                                     loads need in `scratch` (kScratchBytes of shared memory; the
@@ -515,7 +517,9 @@ struct FfpaWsPipeline {
 
   static __device__ __forceinline__ void run(const Params& p, const Maps& maps, char* smem_raw) {
     const Smem sm = layout(smem_raw);
-    const Item w = Problem::item(p, blockIdx.x);
+    // Every thread, before any other use of shared memory: `scratch` (P's buffers) is the Problem's
+    // until then (the decode Problem ranks sequence lengths there, with block barriers).
+    const Item w = Problem::item(p, blockIdx.x, reinterpret_cast<int*>(smem_raw + (sm.p - ptx::smem_u32addr(smem_raw))));
     if (threadIdx.x == 0) {
       sm.ring_qk.init(kConsumerWarps);
       sm.ring_v.init(kConsumerWarps);
