@@ -210,8 +210,9 @@ inline int clamp_decode_splits(int splits, int key_tiles) {
 }
 
 // Longest first (kernels/decode_grid.cuh decode_longest_first_batch): with per-sequence lengths the
-// split kernels' blocks (the batch their grid's slowest index) take their sequences in decreasing length, so the last
-// wave's gaps fill with short sequences instead of the SMs idling behind the last long ones. Auto:
+// split kernels' blocks (the batch their grid's slowest index) take their sequences in decreasing
+// length, so the last wave's gaps fill with short sequences instead of the SMs idling behind the last
+// long ones (same-run A/Bs: docs/tuning_decode.md, session 27). Auto:
 // only where the blocks exceed one wave (within one all start together) and the batch is small enough
 // for each block to rank the lengths itself (O(batch) per thread, before its first load).
 // kLongest forces it wherever it can run (per-sequence lengths, that batch), kLaunch never (the

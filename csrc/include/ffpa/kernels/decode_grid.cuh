@@ -29,10 +29,10 @@ __device__ __forceinline__ DecodeBlock decode_block() {
 __device__ __forceinline__ int decode_block_1d(int t) { return static_cast<int>(gridDim.x) - 1 - t; }
 
 // Longest first (DecodeParams::longest_first): with per-sequence lengths, the sequence of the blocks
-// launched `rank`-th (blockIdx.z of a grid with the batch in z; the 64-row kernel's one-dimensional grid
-// has the batch slowest) is the one of that rank in decreasing
-// length, ties by index (so the ranks are a permutation of the batch). The longest sequences' blocks
-// then start first and the short ones fill the last wave's gaps: list scheduling's longest-first rule,
+// launched `rank`-th (blockIdx.z of a grid with the batch in z; the 64-row kernel's one-dimensional
+// grid has the batch slowest) is the one of that rank in decreasing length, ties by index (so the
+// ranks are a permutation of the batch). The longest sequences' blocks then start first and the
+// short ones fill the last wave's gaps: list scheduling's longest-first rule,
 // where launch order leaves SMs idle while the last long blocks finish (compute-bound blocks, a
 // simulation of B = 128 lengths in [S/2, S], two blocks a sequence, 132 SMs: 1.29x the ideal time in
 // launch order, 1.04x longest first; launch/heuristics.h decode_longest_first says when). Every
