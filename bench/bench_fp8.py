@@ -12,7 +12,7 @@ Shapes are ``BxHxN`` (L = S = N, Hq = Hkv); inputs are randn in bf16 quantized p
 them (4 B H N^2 D, half with causal). Each FP8 row also reports its relative RMSE against an fp32
 SDPA on the dequantized inputs, and the accuracy probe the outlier case: a few key channels scaled
 20x, quantized per tensor against per (batch, head). Timing: bench.py's interleaved CUDA events, the
-L2 evicted before each call, medians. Rows go to ``<out>/fp8.json`` (bench.py's schema: kernel
+L2 evicted before each call, medians; a D's causal and non-causal calls are one interleaved set. Rows go to ``<out>/fp8.json`` (bench.py's schema: kernel
 "fp8" with dtype "float8_e4m3fn", "fa2" / "ffpa_auto" and "sdpa_cudnn" / "sdpa_efficient" with dtype
 "bf16", "fp8_gemm_ceiling"); the
 table to ``<out>/fp8.md``.
@@ -110,25 +110,26 @@ def run(args) -> int:
     causals = {"no": [False], "yes": [True], "both": [False, True]}[args.causal]
     for (B, H, N) in args.shapes or SHAPES:
         for D in args.D:
+            g = torch.Generator(device="cuda").manual_seed(B * N + D)
+            q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
+            (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
+            # A D's causal and non-causal calls in one interleaved set (their ratio at the same clocks).
+            cells = []
             for causal in causals:
-                g = torch.Generator(device="cuda").manual_seed(B * N + D)
-                q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
-                (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
-                base = {"B": B, "Hq": H, "Hkv": H, "L": N, "S": N, "D": D, "Dv": D, "causal": causal, "mask": "none"}
                 fns, names, dtypes = [], [], []
                 if D in fp8_dims:
-                    fns.append(lambda: ffpa_attn.forward(q8, k8, v8, is_causal=causal, q_descale=qd, k_descale=kd,
-                                                         v_descale=vd, strict=True))
+                    fns.append(lambda causal=causal, x=(q8, k8, v8), d=(qd, kd, vd): ffpa_attn.forward(
+                        *x, is_causal=causal, q_descale=d[0], k_descale=d[1], v_descale=d[2], strict=True))
                     names.append("fp8")
                     dtypes.append("float8_e4m3fn")
-                fns.append(lambda: ffpa_attn.forward(q, k, v, is_causal=causal, strict=True))
+                fns.append(lambda causal=causal, x=(q, k, v): ffpa_attn.forward(*x, is_causal=causal, strict=True))
                 names.append(OURS[D > 256])
                 dtypes.append("bf16")
                 backend = SDPBackend.CUDNN_ATTENTION if D <= 256 else SDPBackend.EFFICIENT_ATTENTION
 
-                def sdpa(backend=backend):
+                def sdpa(backend=backend, causal=causal, x=(q, k, v)):
                     with sdpa_kernel(backend):
-                        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                        return F.scaled_dot_product_attention(*x, is_causal=causal)
                 fns.append(sdpa)
                 names.append(PEERS[D > 256])
                 dtypes.append("bf16")
@@ -137,10 +138,14 @@ def run(args) -> int:
                     deq = [x.float() * d[..., None, None] for x, d in ((q8, qd), (k8, kd), (v8, vd))]
                     rmse["fp8"] = rel_rmse(fns[0](), F.scaled_dot_product_attention(*deq, is_causal=causal))
                     del deq
-                times = time_interleaved(fns, args.warmup, args.iters, flush=flush)
+                cells.append((causal, fns, names, dtypes, rmse))
+            times = time_interleaved([fn for c in cells for fn in c[1]], args.warmup, args.iters, flush=flush)
+            for causal, fns, names, dtypes, rmse in cells:
+                cell_times, times = times[:len(fns)], times[len(fns):]
+                base = {"B": B, "Hq": H, "Hkv": H, "L": N, "S": N, "D": D, "Dv": D, "causal": causal, "mask": "none"}
                 flops = 4.0 * B * H * N * N * D * (0.5 if causal else 1.0)
                 line = []
-                for name, dt, ms in zip(names, dtypes, times):
+                for name, dt, ms in zip(names, dtypes, cell_times):
                     tf = flops / (ms * 1e-3) / 1e12
                     row = dict(base, kernel=name, dtype=dt, ms=ms, tflops=tf, gemm_fraction=tf / gemm_tflops)
                     if name in rmse:
@@ -149,8 +154,8 @@ def run(args) -> int:
                     line.append(f"{name} {tf:.0f}")
                 print(f"B={B} H={H} N={N} D={D}{' causal' if causal else ''}: " + ", ".join(line) + " TFLOPS"
                       + (f"; fp8 rel RMSE {rmse['fp8']:.2e}" if rmse else ""), flush=True)
-                del q, k, v, q8, k8, v8
-                torch.cuda.empty_cache()
+            del cells, q, k, v, q8, k8, v8
+            torch.cuda.empty_cache()
     for D in sorted(fp8_dims & set(args.D)):
         res = outlier_probe(torch, F, ffpa_attn, D)
         rows.append({"kernel": "fp8_outliers", "D": D, **res})
