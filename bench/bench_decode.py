@@ -120,8 +120,9 @@ def gemm_call(torch):
     return lambda: a @ b
 
 
-def gemm_ceiling(torch, timer, flush, call=None):
-    ms = timer([call or gemm_call(torch)], 5, 50, flush=flush)[0]
+def gemm_ceiling(call, timer, flush, warmup=5, iters=50):
+    """(ms, TFLOPS) of `call` (gemm_call's 8192^3 bf16 GEMM)."""
+    ms = timer([call], warmup, iters, flush=flush)[0]
     return ms, GEMM_FLOPS / (ms * 1e-3) / 1e12
 
 
@@ -248,7 +249,7 @@ def run(args) -> int:
     rows = []
     copy_ms, copy_gbps = copy_ceiling(torch, time_interleaved, flush)
     gemm = gemm_call(torch)
-    gemm_ms, gemm_tflops = gemm_ceiling(torch, time_interleaved, flush, gemm)
+    gemm_ms, gemm_tflops = gemm_ceiling(gemm, time_interleaved, flush)
     rows.append({"kernel": "copy_ceiling", "ms": copy_ms, "gbps": copy_gbps, "bytes": 2 << 30})
     rows.append({"kernel": "gemm_ceiling", "ms": gemm_ms, "tflops": gemm_tflops, "M": 8192, "N": 8192, "K": 8192})
     print(f"{dev}: copy ceiling {copy_gbps:.0f} GB/s, bf16 GEMM ceiling {gemm_tflops:.0f} TFLOPS", flush=True)
@@ -292,12 +293,12 @@ def run(args) -> int:
                         cell["names"].append(name)
                 cells.append(cell)
             times = time_interleaved([fn for c in cells for fn in c["fns"]], args.warmup, args.iters, flush=flush)
-            gemm_ms = None
+            cell_gemm = None
             if any(c["fns"] for c in cells) and Hq // Hkv * Lq >= COMPUTE_BOUND_ROWS:
                 # Compute-bound: the GEMM ceiling again right after the shape's calls, so both ran at the clocks
                 # of this point of the run (a GPU hot late in the run clocks lower than at its start). Not
                 # interleaved: the GEMM's power draw would lower the calls' own clocks.
-                gemm_ms = time_interleaved([gemm], args.warmup, args.iters, flush=flush)[0]
+                cell_gemm = gemm_ceiling(gemm, time_interleaved, flush, args.warmup, args.iters)
             for cell in cells:
                 base, nbytes, flops = cell["base"], cell["nbytes"], cell["flops"]
                 cell_times, times = times[:len(cell["fns"])], times[len(cell["fns"]):]
@@ -307,10 +308,10 @@ def run(args) -> int:
                     rows.append(dict(base, kernel=name, ms=ms, gbps=gbps, tflops=flops / (ms * 1e-3) / 1e12,
                                      copy_fraction=gbps / copy_gbps))
                     line.append(f"{name} {ms:.3f} ms {gbps:.0f} GB/s ({gbps / copy_gbps:.2f}x copy)")
-                if gemm_ms is not None:
-                    tf = GEMM_FLOPS / (gemm_ms * 1e-3) / 1e12
-                    rows.append(dict(base, kernel="gemm_ceiling", ms=gemm_ms, tflops=tf, M=8192, N=8192, K=8192))
-                    line.append(f"GEMM ceiling {tf:.0f} TFLOPS")
+                if cell_gemm is not None:
+                    rows.append(dict(base, kernel="gemm_ceiling", ms=cell_gemm[0], tflops=cell_gemm[1], M=8192,
+                                     N=8192, K=8192))
+                    line.append(f"GEMM ceiling {cell_gemm[1]:.0f} TFLOPS")
                 print(f"{dt_name} B={B} S={S} {Hq}/{Hkv} D={D}/{Dv} Lq={Lq}{' causal' if causal else ''} "
                       f"{cell['layout']}: " + "; ".join(line), flush=True)
             del cells

@@ -12,6 +12,10 @@ import ffpa_attn
 from _decode_ref import paged, reference
 from ffpa_attn import FFPAFallbackWarning
 
+# Per-sequence lengths with ties, 0, 1 and a full 320-key cache (the longest-first order's tests: each
+# sequence must still be computed exactly once).
+LONGEST_FIRST_LENS = [320, 0, 1, 150, 320, 17, 100, 1, 319]
+
 TOL = {torch.float16: dict(atol=5e-3, rtol=5e-3), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
 LSE_TOL = dict(atol=2e-3, rtol=1e-4)
 

@@ -14,7 +14,7 @@ import torch
 
 import ffpa_attn
 from _cpu_helpers import ref_attention
-from _decode_case import LSE_TOL, TOL, compile_and_graph_replay, kernel_names, run_case
+from _decode_case import LONGEST_FIRST_LENS, LSE_TOL, TOL, compile_and_graph_replay, kernel_names, run_case
 from _reference import process_mode
 
 pytestmark = pytest.mark.requires_cuda
@@ -83,9 +83,6 @@ def test_every_split_count():
 # forced on lengths with ties, 0, 1 and the capacity, where each sequence must still be computed exactly
 # once (a sequence taken twice leaves another's rows NaN from the poisoned allocator), and auto on a grid
 # of more than one wave of the mma.sync kernel (512 blocks of D = 128 GQA: 3 a SM on an H100 or H200).
-LONGEST_FIRST_LENS = [320, 0, 1, 150, 320, 17, 100, 1, 319]
-
-
 @pytest.mark.parametrize("page,splits", [(0, None), (16, 3), (64, 1)], ids=["contiguous", "paged16-s3", "paged64-s1"])
 def test_longest_first_order_forced(page, splits):
     D, Dv = _pick(128)

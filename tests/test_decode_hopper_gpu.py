@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import ffpa_attn
-from _decode_case import compile_and_graph_replay, run_case
+from _decode_case import LONGEST_FIRST_LENS, compile_and_graph_replay, run_case
 from _reference import process_mode
 
 _INFO = ffpa_attn.build_info() if ffpa_attn.extension_available() else {}
@@ -170,7 +170,7 @@ def test_single_cache_longest_first_forced(Hq, page, splits):
     D, Dv = _pair(576, 512)
     names = []
     with process_mode("decode_order", "longest"):
-        run_case(9, 1, Hq, 1, 320, D, Dv, DTYPES[-1], lens=[320, 0, 1, 150, 320, 17, 100, 1, 319], page=page,
+        run_case(9, 1, Hq, 1, 320, D, Dv, DTYPES[-1], lens=LONGEST_FIRST_LENS, page=page,
                  splits=splits, seed=33, v_view_of_k=True, kernels=names)
     assert _ran(names, MLA if Hq > 16 else NARROW), sorted(names)
 
@@ -191,7 +191,7 @@ def test_ws_longest_first_forced(page, splits):
     D, Dv = _WS_PAIRS[-1] if _WS_PAIRS else pytest.skip("no Hopper decode kernel in this build")
     names = []
     with process_mode("decode_order", "longest"):
-        run_case(9, 2, 32, 1, 320, D, Dv, DTYPES[-1], causal=True, lens=[320, 0, 1, 150, 320, 17, 100, 1, 319],
+        run_case(9, 2, 32, 1, 320, D, Dv, DTYPES[-1], causal=True, lens=LONGEST_FIRST_LENS,
                  page=page, splits=splits, seed=35, kernels=names)
     assert _ran(names, WS), sorted(names)
 
