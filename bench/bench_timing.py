@@ -24,13 +24,27 @@ def time_one(fn):
     return s.elapsed_time(e)
 
 
-def l2_flusher():
-    """A closure that evicts the L2 cache (writes a 256 MB buffer), or None without CUDA."""
+def l2_flusher(mode=None):
+    """A closure that evicts the L2 cache untimed before a call, or None without CUDA.
+
+    "read" (the default): a reduction over a 256 MB buffer, which leaves the L2 holding clean lines of
+    that buffer. "write" (the timer's flush before session 28): a memset of the buffer, which leaves
+    the L2 full of dirty lines; the timed call that follows then pays their write-back (up to the L2's
+    size: 50-60 MB), which cost a 302 MiB read 10% of its bandwidth on an H100 (docs/measurements.md,
+    "The L2 flush"). FFPA_BENCH_FLUSH overrides the mode (A/B of the two)."""
+    import os
+
     import torch
     if not torch.cuda.is_available():
         return None
-    buf = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    return buf.zero_
+    mode = mode or os.environ.get("FFPA_BENCH_FLUSH", "read")
+    if mode not in ("read", "write"):
+        raise ValueError(f"FFPA_BENCH_FLUSH / mode: expected 'read' or 'write', got {mode!r}")
+    buf = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.float32, device="cuda")
+    if mode == "write":
+        return buf.zero_
+    out = torch.empty((), dtype=torch.float32, device="cuda")
+    return lambda: torch.sum(buf, dim=0, out=out)
 
 
 def time_interleaved(fns, warmup_ms, iters_ms, flush=None, seed=0):
