@@ -3,6 +3,8 @@
 shapes with per-sequence lengths drawn as bench_decode.py draws them ([S/2, S], seeded by B x S),
 contiguous or paged 64, both orders interleaved in one timer (L2 flushed, medians), GB/s of K/V
 covered and TFLOPS as bench_decode.py counts them.
+MODES (default "launch auto"): the orders to time, e.g. "launch longest balanced"; the last column is
+each mode's largest difference from the first mode's output.
 Usage: SHAPES="128x4096x128x1x576x512 64x8192x32x8x128" LAYOUTS="varlen paged_varlen" \\
        python3 scripts/dev/decode_order_ab.py"""
 import os
@@ -22,7 +24,7 @@ shapes = [tuple(int(x) for x in s.split("x")) for s in
           os.environ.get("SHAPES", "128x4096x128x1x576x512 64x8192x32x8x128x128").split()]
 layouts = os.environ.get("LAYOUTS", "varlen paged_varlen").split()
 dtypes = [getattr(torch, d) for d in os.environ.get("DTYPES", "bfloat16").split()]
-modes = ("launch", "auto")
+modes = tuple(os.environ.get("MODES", "launch auto").split())
 flush = l2_flusher()
 print(torch.cuda.get_device_name(), flush=True)
 for dt in dtypes:
@@ -45,11 +47,12 @@ for dt in dtypes:
             C.set_decode_order("auto")
             gb = kv_bytes(lens, Hkv, D, Dv, q.element_size(), shared) / 1e9
             flops = 2.0 * sum(lens) * Hq * (D + Dv)
-            same = torch.equal(outs["launch"], outs["auto"])
+            diff = [float((outs[m].float() - outs[modes[0]].float()).abs().max()) for m in modes]
             cells = []
             for m, ms in zip(modes, times):
                 cells.append(f"{m} {ms * 1e3:8.1f} us {gb / ms * 1e3:7.0f} GB/s {flops / ms / 1e9:6.0f} TFLOPS")
             print(f"{str(dt)[6:]:8s} B={B} S={S} {Hq}/{Hkv} {D}/{Dv} {layout:13s} | " + " | ".join(cells)
-                  + f" | launch/auto {times[0] / times[1]:.3f} equal={same}",
+                  + " | " + " ".join(f"{modes[0]}/{m} {times[0] / t:.3f}" for m, t in zip(modes[1:], times[1:]))
+                  + f" | max diff {max(diff):.2e}",
                   flush=True)
             del k, v, table

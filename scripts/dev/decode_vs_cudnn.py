@@ -2,7 +2,9 @@
 shape (bf16, L2 evicted before every call). Per shape: the call time by CUDA events (median) and
 each kernel's device time by the torch profiler (mean over the calls), so the split kernel, the
 merge and the gap between them can be told apart. Args: shapes as BxSxHqxHkvxD[xDv]; env SPLITS
-forces ffpa's split count; NO_PEER=1 times ffpa alone."""
+forces ffpa's split count; NO_PEER=1 times ffpa alone; VARLEN=1 gives ffpa per-sequence lengths drawn
+as bench_decode.py draws them ([S/2, S], seeded by B x S; no peer then), ORDERS="launch balanced" times
+ffpa under each of those set_decode_order modes."""
 import os
 import statistics
 import sys
@@ -58,8 +60,19 @@ for shape in sys.argv[1:]:
     v = k[..., :Dv] if D != Dv else torch.randn(B, S, Hkv, Dv, device="cuda", dtype=torch.bfloat16)
     q = torch.randn(B, 1, Hq, D, device="cuda", dtype=torch.bfloat16)
     nbytes = B * S * Hkv * (D if D != Dv else D + Dv) * 2
-    fns = {"ffpa": lambda: ffpa_attn.decode(q, k, v, num_splits=splits)}
-    if D == Dv and not os.environ.get("NO_PEER"):
+    varlen = os.environ.get("VARLEN") == "1"
+    seqlens = None
+    if varlen:
+        lens = torch.randint(S // 2, S + 1, (B,), generator=torch.Generator().manual_seed(B * S)).tolist()
+        seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        nbytes = nbytes * sum(lens) // (B * S)
+    fns = {}
+    for order in os.environ.get("ORDERS", "auto").split():
+        def ffpa_fn(order=order):
+            ffpa_attn._C.set_decode_order(order)
+            return ffpa_attn.decode(q, k, v, cache_seqlens=seqlens, num_splits=splits)
+        fns[f"ffpa:{order}"] = ffpa_fn
+    if D == Dv and not os.environ.get("NO_PEER") and not varlen:
         qs, ks, vs = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
             def fn(be=be):
@@ -76,5 +89,5 @@ for shape in sys.argv[1:]:
         ks_ = kernels_us(fn)
         tot = sum(ks_.values())
         parts = "; ".join(f"{n_} {t:.1f}" for n_, t in sorted(ks_.items(), key=lambda x: -x[1]))
-        print(f"  {name:6s} call {us:7.1f} us ({nbytes / us / 1e3:.0f} GB/s); kernels {tot:7.1f} us "
+        print(f"  {name:14s} call {us:7.1f} us ({nbytes / us / 1e3:.0f} GB/s); kernels {tot:7.1f} us "
               f"({nbytes / tot / 1e3:.0f} GB/s): {parts}", flush=True)
