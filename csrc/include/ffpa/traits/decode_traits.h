@@ -15,7 +15,7 @@ namespace ffpa {
 // V stream through one ring of slots of block_n keys x chunk columns, so shared memory is bounded
 // by the chunk, not the head dim (D up to 1024 and MLA's 576/512 use the same kernel).
 struct DecodeTileSpec {
-  int warps = 4;       // warps per block: 4, or 8 where 4 would hold more than 64 O accumulators
+  int warps = 4;       // warps per block: 4, or 8 (more than 64 O accumulators with 4; D <= 192 on 64+-column chunks)
   int block_n = 64;    // keys per KV tile
   int chunk = 0;       // head-dim columns per ring slot; divides D and Dv
   int stages = 0;      // ring slots (cp.async groups in flight: stages - 1)
@@ -32,10 +32,19 @@ constexpr int decode_chunk(int head_dim, int head_dim_v) {
   return (head_dim % 128 == 0 && head_dim_v % 128 == 0) ? 128 : (head_dim % 64 == 0 && head_dim_v % 64 == 0) ? 64 : 32;
 }
 
-// A ring of ~64 KiB: 48 KiB of K/V in flight per block, two or three blocks per SM. The output
+// A ring of ~64 KiB: 48 KiB of K/V in flight per block, two blocks per SM. The output
 // accumulator is 16 x Dv fp32 over the block's threads: Dv / 8 registers a thread with 4 warps,
 // which spills past Dv = 512 (D = 1024: 255 registers and 250 bytes of spills), so wider heads
 // take 8 warps (Dv / 16).
+//
+// Up to D = 192 with 64- or 128-column chunks (D = 64, 128, 192 and 192/128): 8 warps and a 96 KiB ring,
+// two blocks per SM (each warp 8 keys of S and 16 or 8 output columns a chunk: 96-114 registers). Session 28,
+// three builds alternating on one H100 (bf16, L2 flushed, scripts/dev/decode_tile_ab.sh; us, contiguous /
+// per-sequence lengths, against 4 warps, a 64 KiB ring and three blocks per SM): D = 128 B=64 S=8192 32/8
+// 702 / 542 against 725 / 541, B=1 S=131072 189 / 182 against 195 / 189, B=8 S=32768 360 / 267 against
+// 364 / 274 (SDPA cuDNN 695, 184, 357); D = 64 B=64 378 against 392, B=1 108 against 112; D = 192 within
+// 1%. 8 warps with 128-key tiles spilled 40 bytes at D = 128 (and D = 256 spills 4 at 8 warps); D = 96
+// and 160 (32-column chunks) keep 4 warps: a warp's share of a chunk would be 4 columns.
 //
 // shared_kv (MLA: V is the first Dv columns of K, one cache): only K is loaded, and P V reads V
 // from the K slots of the same tile, so a tile's slots stay until its P V is done and the ring holds
@@ -57,9 +66,14 @@ constexpr DecodeTileSpec decode_tile(int head_dim, int head_dim_v, bool shared_k
     t.stages = t.tile_buffers * (head_dim / t.chunk);
     return t;
   }
-  // Up to D = 192 three blocks share an SM (their shared memory, a 64 KiB ring beside a few KiB of Q and P,
-  // allows it: ncu saw 3 at D = 128); the launch bounds hold the registers to that (168: the mask's bits a
-  // tile ahead took D = 128 to 169, which would have left 2 blocks per SM).
+  if (head_dim <= 192 && t.chunk >= 64) {  // 8 warps, two blocks per SM, a 96 KiB ring (above)
+    t.warps = 8;
+    t.min_blocks = 2;
+    t.stages = 96 * 1024 / (t.block_n * t.chunk * 2);
+    return t;
+  }
+  // D = 96 and 160: three blocks share an SM (their shared memory, a 64 KiB ring beside a few KiB of Q and
+  // P, allows it); the launch bounds hold the registers to that (168).
   t.min_blocks = t.warps == 8 ? 1 : head_dim <= 192 ? 3 : 2;
   // One 8-warp block per SM gets the ring two smaller blocks would share.
   t.stages = (t.min_blocks == 1 ? 128 : 64) * 1024 / (t.block_n * t.chunk * 2);
