@@ -158,7 +158,8 @@ def test_compile_reduce_overhead_on_a_new_counter_buffer(merge):
 
 def test_auto_follows_the_heuristic():
     """With the merge left to the launcher, D = 128 GQA (4 rows a block, a few splits) fuses it;
-    many rows and splits (a 16-row block of Dv = 128 at 24 splits: 4 units x 3 rounds) do not."""
+    many rows and splits (a 16-row block of Dv = 128 at 24 splits: 2 units x 3 rounds on D = 128's 256
+    threads, 6 rounds) do not."""
     import ffpa_attn._C as C
 
     C.set_decode_merge("auto")

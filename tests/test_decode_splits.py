@@ -90,14 +90,16 @@ def fused(rows, dv, splits, threads=128, units=1):
 def test_the_merge_is_fused_where_a_block_merges_in_a_few_rounds():
     """csrc/launch/heuristics.h decode_fused_merge: rows x Dv / 4 units over the block's threads (each
     `units` at once: 1 in the mma.sync kernel, 2 in the narrow one), the splits 8 (kFusedMergeBatch) a
-    round, at most kFusedMergeMaxRounds (2) rounds a thread."""
+    round, at most kFusedMergeMaxRounds (5) rounds a thread."""
     assert not fused(4, 128, 1)                     # one split: nothing to merge
     assert fused(4, 128, 6) and fused(1, 128, 3)    # D = 128 GQA, the static cache's one-row step
-    assert fused(4, 128, 16) and not fused(4, 128, 17)  # one unit a thread, 2 vs 3 rounds of splits
+    assert fused(4, 128, 40) and not fused(4, 128, 41)  # one unit a thread, 5 vs 6 rounds of splits
+    assert fused(4, 128, 33, threads=256)           # B=1 long context on D = 128's 8-warp blocks: 5 rounds
+    assert not fused(4, 128, 254, threads=256)      # one KV head's 254 splits: 32 rounds
     assert fused(16, 64, 8) and not fused(16, 128, 9)   # 2 units a thread x 1 round, 4 x 2
     assert not fused(16, 512, 8)                    # MLA 16/1: 16 units a thread
     assert fused(16, 512, 8, threads=1024)          # ... over more threads: 2
-    assert fused(4, 512, 8, units=2) and not fused(4, 512, 8)  # 512 units: 2 passes of 2, or 4 of 1
+    assert fused(4, 512, 8, units=2) and fused(4, 512, 8) and not fused(4, 512, 16)  # 2, 4 and 8 rounds
     assert not fused(16, 512, 8, units=2)           # MLA 16/1 on the narrow kernel: 8 passes
 
 

@@ -195,13 +195,17 @@ constexpr int64_t kMergeWarpUnitsMin = 1024;
 // ~93 to the merge and the gap before it, session 16), but one block then does its row block's whole
 // merge: rows x Dv / 4 units over its threads, `units_at_once` a thread at a time, the splits read
 // `batch` at a time, each round of loads a trip to L2 after the block's own work. Fused where that is at
-// most kFusedMergeMaxRounds rounds per thread: D = 128 GQA (4 rows, 6 splits: one round), the
+// most kFusedMergeMaxRounds rounds per thread: D = 128 GQA (4 rows, up to 40 splits: one to five rounds), the
 // repeated-heads static-cache step (one row): yes; MLA 16/1 (16 rows x 512 columns over 128 threads, two
-// units at once: 8 rounds), a batch of one with 49 splits (7 rounds): no. Session 24's A/B on an H200
-// (scripts/dev/decode_merge_ab.py, docs/tuning_decode.md) kept the threshold: fused 0-2% faster at
-// D = 128 (11% on the masked static-cache step), even at D = 256 / 512, 6-9% slower on MLA 16/1 and 32/1.
+// units at once: 8 rounds), a batch of one with 254 splits (one KV head: 32 rounds): no. Session 24's A/B on an
+// H200 (scripts/dev/decode_merge_ab.py, docs/tuning_decode.md) set 2 rounds: fused 0-2% faster at D = 128 (11%
+// on the masked static-cache step), even at D = 256 / 512, 6-9% slower on MLA 16/1 and 32/1. Session 28, with
+// D = 128's 8-warp blocks (one unit a thread), same run on an H100 (us, merge kernel / fused): B=1 32/8 at
+// S = 16384 / 32768 / 65536 / 131072 (33 splits: 5 rounds) 38.1 / 34.3, 59.6 / 56.0, 102.8 / 99.3, 189.4 /
+// 185.8 (SDPA cuDNN 32.9, 54.6, 98.0, 184.2); B=1 S=131072 8/1 (254 splits, 32 rounds) 41.9 / 56.5; MLA 16/1
+// (8 rounds) 113.0 / 122.9. Hence 5.
 enum class DecodeMerge : int { kAuto = 0, kFused = 1, kKernel = 2 };
-constexpr int kFusedMergeMaxRounds = 2;
+constexpr int kFusedMergeMaxRounds = 5;
 // A split count (asked by the caller, or the auto one) within a kernel's key tiles: at least one split,
 // at most one per tile (an empty range merges as zeros, but more splits than tiles only add blocks).
 inline int clamp_decode_splits(int splits, int key_tiles) {
