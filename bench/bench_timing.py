@@ -34,12 +34,12 @@ def l2_flusher(mode=None):
     "The L2 flush"). FFPA_BENCH_FLUSH overrides the mode (A/B of the two)."""
     import os
 
-    import torch
-    if not torch.cuda.is_available():
-        return None
     mode = mode or os.environ.get("FFPA_BENCH_FLUSH", "read")
     if mode not in ("read", "write"):
         raise ValueError(f"FFPA_BENCH_FLUSH / mode: expected 'read' or 'write', got {mode!r}")
+    import torch
+    if not torch.cuda.is_available():
+        return None
     buf = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.float32, device="cuda")
     if mode == "write":
         return buf.zero_

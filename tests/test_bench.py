@@ -376,3 +376,24 @@ def test_decode_table_reports_the_model_probe_or_its_failure():
                                                dict(mla, kernel="gemm_ceiling", tflops=750.0)]))
     assert "bf16 GEMM ceiling 800 TFLOPS at the run's start" in md
     assert "| bf16 | 128 | 4096 | 128/1 | 576/512 | 1 | contiguous | 2000 (0.50) | 480 (0.64x: 750) | - | - | - |" in md
+
+
+def test_l2_flusher_modes(monkeypatch):
+    """bench_timing.l2_flusher: 'read' (default) or 'write' (the memset flush before session 28), from
+    the argument or FFPA_BENCH_FLUSH; anything else is a ValueError naming both, checked before any
+    CUDA work (None without a GPU)."""
+    import torch
+
+    monkeypatch.syspath_prepend(os.path.dirname(BENCH_PY))
+    import bench_timing
+
+    monkeypatch.delenv("FFPA_BENCH_FLUSH", raising=False)
+    with pytest.raises(ValueError, match=r"FFPA_BENCH_FLUSH / mode: expected 'read' or 'write', got 'memset'"):
+        bench_timing.l2_flusher("memset")
+    monkeypatch.setenv("FFPA_BENCH_FLUSH", "evict")
+    with pytest.raises(ValueError, match="got 'evict'"):
+        bench_timing.l2_flusher()
+    for mode in ("read", "write"):
+        monkeypatch.setenv("FFPA_BENCH_FLUSH", mode)
+        flush = bench_timing.l2_flusher()
+        assert (flush is None) == (not torch.cuda.is_available())
