@@ -1,3 +1,7 @@
+// Development probe (not part of the build): how many thread-block clusters of 2 / 4 / 8 / 16 blocks run at
+// once (cudaOccupancyMaxActiveClusters) for a kernel of 160 threads with 100 or 215 KiB of shared memory (one
+// block per SM: the narrow decode kernel's), i.e. whether a split-KV cluster merge could keep every SM busy.
+// nvcc -arch=sm_90a -o /tmp/cp scripts/dev/cluster_probe.cu && /tmp/cp
 #include <cstdio>
 #include <cuda_runtime.h>
 __global__ void __launch_bounds__(160, 1) k(int* x) { extern __shared__ char s[]; if (threadIdx.x == 0 && x) x[blockIdx.x] = s[0]; }
