@@ -32,7 +32,7 @@ constexpr int decode_chunk(int head_dim, int head_dim_v) {
   return (head_dim % 128 == 0 && head_dim_v % 128 == 0) ? 128 : (head_dim % 64 == 0 && head_dim_v % 64 == 0) ? 64 : 32;
 }
 
-// A ring of ~64 KiB: 48 KiB of K/V in flight per block, two blocks per SM. The output
+// A ring of ~64 KiB: 48 KiB of K/V in flight per block, two blocks per SM (three at D = 96 / 160). The output
 // accumulator is 16 x Dv fp32 over the block's threads: Dv / 8 registers a thread with 4 warps,
 // which spills past Dv = 512 (D = 1024: 255 registers and 250 bytes of spills), so wider heads
 // take 8 warps (Dv / 16).
