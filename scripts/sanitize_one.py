@@ -14,7 +14,8 @@ cluster pair that exchanges row maxima and P through distributed shared memory, 
 cluster-scope mbarriers (release arrivals, acquire waits), which racecheck does not model. It
 reports hazards for them even on tests/primitives/hopper_device.cu's cluster test, where each slot
 is written once before the writer's arrival and read once after the reader's wait (405 on an H200
-with CUDA 13.0). memcheck and synccheck run the pair."""
+with CUDA 13.0). memcheck and synccheck run the pair, and L1's causal pairs of query blocks that
+share K loads (multicast TMA, releases across the pair)."""
 import os
 import sys
 
@@ -74,6 +75,17 @@ for level in (1, 2, 3) if "ffpa" in PARTS else ():
             h = [t.half() for t in (q, k, v)]
             run(*h, is_causal=True, level=level, acc="fp16")
             run(*h, level=level, acc="mixed")
+
+# L1 on Hopper, causal with 64 query blocks or more: pairs of query blocks as clusters sharing K loads
+# (multicast, cluster-scope releases: not under racecheck, as above); 65 blocks, so the last pair has a
+# block past L.
+l1 = [d for d in info["head_dims"].get("ffpa_l1", []) if d <= 640]
+if l1 and "ffpa" in PARTS and not NO_CLUSTER:
+    g = torch.Generator(device="cuda").manual_seed(4)
+    q = torch.randn(1, 2, 4100, l1[0], device="cuda", dtype=dt, generator=g)
+    k, v = (torch.randn(1, 1, 4200, l1[0], device="cuda", dtype=dt, generator=g) for _ in range(2))
+    run(q, k, v, is_causal=True, level=1)
+    run(q, k, v, is_causal=True, causal_align="bottom_right", level=1)
 
 l3 = [d for d in info["head_dims"].get("ffpa_l3", []) if d <= 1024]
 if l3 and "ffpa" in PARTS:  # 2 x 48 heads x 2 query blocks = 192 items > the resident blocks of a 132-SM H100

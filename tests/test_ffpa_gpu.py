@@ -310,6 +310,13 @@ def local_bytes_allowed(info, dv):
     return 8 if info.get("mma") == "wgmma" and info["family"] == "ffpa_l1" and dv in (576, 640) else 0
 
 
+def ws_traits_flags(name):
+    """The two bool arguments of FfpaWsTraits in a demangled kernel name: (cluster pair of column groups,
+    cluster pair of query blocks sharing K loads)."""
+    args = name.split("FfpaWsTraits<", 1)[1].split(">", 1)[0].split(",")
+    return tuple(a.strip() in ("true", "(bool)1") for a in args[-2:])
+
+
 HOPPER_L1 = bool(HAS_GPU and torch.cuda.get_device_capability() == (9, 0) and "90a" in _INFO.get("archs", [])
                  and any(e["family"] == "ffpa_l1" and e["arch"] == "90a" for e in _INFO.get("registry", [])))
 HOPPER_PAIRS = [(320, 320), (448, 448), (576, 512), (576, 576), (640, 640), (768, 768), (1024, 1024), (2048, 2048)]
@@ -349,12 +356,48 @@ def test_l1_hopper_tma_kernel_and_its_fallback(D, Dv):
             kw2 = dict(kw, causal_align=causal) if causal != "none" else kw
             names = kernels_launched(lambda: got.update(zip(("out", "lse"), run_ffpa(q, k, v, causal != "none", **kw2))))
             assert any(kernel in n for n in names), (name, causal, names)
-            if kernel == ws:  # FfpaWsTraits<elem, D, Dv, pair>, demangled as true / (bool)1
-                pair = [n for n in names if ws in n and ("true>" in n or "(bool)1>" in n)]
-                assert bool(pair) == (Dv > 640), (name, causal, names)
+            if kernel == ws:  # FfpaWsTraits<elem, D, Dv, pair, share K>, demangled as true / (bool)1
+                flags = [ws_traits_flags(n) for n in names if ws in n]  # L = 333: too few blocks to share K
+                assert flags == [(Dv > 640, False)], (name, causal, names)
             assert_close_to_reference(got["out"], q, k, v, is_causal=causal != "none", scale=kw.get("scale"),
                                       attn_mask=kw.get("attn_mask"), causal_bottom_right=causal == "bottom_right",
                                       lse=got["lse"], what=f"L1 {D}/{Dv} {name} {causal}")
+
+
+SHARE_PAIRS = [(320, 320), (448, 448), (512, 512), (576, 512), (640, 640)]
+
+
+@pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")
+@pytest.mark.parametrize("D,Dv", SHARE_PAIRS, ids=[f"{d}-{dv}" for d, dv in SHARE_PAIRS])
+def test_l1_hopper_causal_pairs_share_k(D, Dv):
+    """Causal calls up to Dv = 640 with 64 or more 64-row query blocks run query blocks 2 q + 1, 2 q as a
+    cluster pair loading K once for both (launch/heuristics.h ffpa_ws_share_k; an odd count's last pair
+    has a block past L, which walks its partner's tiles and stores nothing); fewer blocks and
+    non-causal calls run lone blocks. Both alignments, L above and below S (rows that see no key), GQA,
+    a batch. Output and LSE against the reference; which kernel ran from the profiler. (A mask and
+    is_causal are exclusive, so a pair never walks a mask's block map; it would merge both blocks' codes.)"""
+    dtype = next((dt for dt in (torch.bfloat16, torch.float16) if compiled(dt, D, 1, dv=Dv)), None)
+    if dtype is None:
+        pytest.skip(f"L1 {D}/{Dv} not compiled")
+    ws = "ffpa_fwd_ws_kernel"
+    cases = [  # (B, Hq, Hkv, L, S, causal_align, shares)
+        (1, 2, 2, 4096, 4096, "top_left", True),       # 64 query blocks
+        (1, 4, 1, 4100, 4200, "bottom_right", True),   # 65: the last pair's block past L
+        (1, 2, 1, 4096, 3001, "bottom_right", True),   # L > S: rows that see no key
+        (1, 2, 2, 4000, 4000, "top_left", False),      # 63 query blocks: lone
+        (1, 2, 1, 4096, 4096, "none", False),          # non-causal: lone
+        (2, 8, 1, 4096, 4160, "top_left", True),       # a batch of two, GQA 8 / 1
+    ]
+    for i, (B, Hq, Hkv, L, S, align, shares) in enumerate(cases):
+        q, k, v = rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed=60 + i, Dv=Dv)
+        kw = {"causal_align": align} if align != "none" else {}
+        got = {}
+        names = kernels_launched(lambda: got.update(zip(("out", "lse"), run_ffpa(q, k, v, align != "none", **kw))))
+        flags = [ws_traits_flags(n) for n in names if ws in n]
+        assert flags == [(False, shares)], (i, names)
+        assert_close_to_reference(got["out"], q, k, v, is_causal=align != "none",
+                                  causal_bottom_right=align == "bottom_right", lse=got["lse"],
+                                  what=f"L1 {D}/{Dv} case {i} ({L}x{S} {align}, shares K: {shares})")
 
 
 @pytest.mark.skipif(not HOPPER_L1, reason="the TMA kernel runs on compute capability 9.0 with sm_90a code")

@@ -27,6 +27,10 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   // block), which ran 576 and 640 1.5x faster than the two 320-column groups (and their pair).
   static constexpr bool kPair = kHeadDimV > 640;
   using Traits = FfpaWsTraits<Element, kHeadDim, kHeadDimV, kPair>;
+  // Up to Dv = 640 (one group), causal calls run query blocks 2 q + 1, 2 q as a cluster pair loading K
+  // once for both (ffpa_ws_share_k in launch/heuristics.h: when, and the measurements).
+  static constexpr bool kShareOk = !kPair;
+  using ShareTraits = FfpaWsTraits<Element, kHeadDim, kHeadDimV, kPair, kShareOk>;
   // The fallback: the mma.sync L1 kernel of the same head dims (its instantiation is the "any"
   // line of the same family, which every build that has this one compiles); above Dv = 1024, where
   // the mma.sync levels hold O in L3's fp32 workspace, L3 (workspace_bytes sizes it for that case).
@@ -36,8 +40,12 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   // The mask block map is built at the fallback's tile, which the TMA kernel reads by merging blocks.
   static_assert(Traits::kBlockM % SyncTraits::kBlockM == 0 && Traits::kBlockN % SyncTraits::kBlockN == 0,
                 "the fallback kernel's tile divides the TMA kernel's, so one mask block map serves both");
-  static inline bool opted_in[64] = {};
-  static attn::FfpaKernelWs kernel() { return attn::ffpa_fwd_ws_kernel<Traits>; }
+  static inline bool opted_in[64] = {}, opted_in_share[64] = {};
+  static attn::FfpaKernelWs kernel(bool share = false) {
+    return share ? attn::ffpa_fwd_ws_kernel<ShareTraits> : attn::ffpa_fwd_ws_kernel<Traits>;
+  }
+  static int m_blocks(const FwdParams& p) { return (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM; }
+  static bool shares_k(const FwdParams& p) { return kShareOk && ffpa_ws_share_k(p.is_causal, m_blocks(p)); }
   static constexpr TmaElem kElem = std::is_same_v<Element, __half> ? TmaElem::kFloat16 : TmaElem::kBFloat16;
 
   static cudaError_t encode_maps(const FwdParams& p, attn::FfpaTmaMaps* m) {
@@ -52,14 +60,17 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     return err;
   }
 
-  static int64_t items(const FwdParams& p) {
-    return static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * Traits::kGroups * p.heads_q * p.batch;
+  // Blocks: one per query block and group; sharing blocks go in pairs (an odd count's last pair has a
+  // block past L, which walks the tiles with its partner and stores nothing).
+  static int64_t items(const FwdParams& p, bool share) {
+    const int64_t m = m_blocks(p) + (share ? m_blocks(p) % 2 : 0);
+    return m * Traits::kGroups * p.heads_q * p.batch;
   }
 
   // Whether this call runs the TMA kernel (else the fallback's): auto depth, not too many items,
   // tensors TMA can describe, the shared memory on this device.
   static bool ws_runs(const FwdParams& p, attn::FfpaTmaMaps* maps) {
-    return p.num_stages == 0 && items(p) <= INT32_MAX && encode_maps(p, maps) == cudaSuccess &&
+    return p.num_stages == 0 && items(p, shares_k(p)) <= INT32_MAX && encode_maps(p, maps) == cudaSuccess &&
            Traits::kSmemBytes <= max_smem_optin();
   }
 
@@ -67,13 +78,16 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
   static cudaError_t run_ws(const FwdParams& p, cudaStream_t stream) {
     alignas(64) attn::FfpaTmaMaps maps;
     if (!ws_runs(p, &maps)) return cudaErrorNotSupported;
-    const auto fn = kernel();
-    const cudaError_t err = opt_in_smem(fn, Traits::kSmemBytes, opted_in);
+    const bool share = shares_k(p);
+    const auto fn = kernel(share);
+    const cudaError_t err = opt_in_smem(fn, Traits::kSmemBytes, share ? opted_in_share : opted_in);
     if (err != cudaSuccess) return err;
-    if constexpr (Traits::kPair)  // items is even: a query block's two groups are a cluster's blocks 2 i, 2 i + 1
-      return launch_clusters(fn, 2, dim3(static_cast<unsigned>(items(p))), dim3(Traits::kThreads), Traits::kSmemBytes,
-                             stream, p, maps);
-    fn<<<static_cast<unsigned>(items(p)), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
+    const unsigned blocks = static_cast<unsigned>(items(p, share));
+    // blocks is even here: a query block's two groups (kPair) or two query blocks (share) are a
+    // cluster's blocks 2 i, 2 i + 1
+    if (Traits::kPair || share)
+      return launch_clusters(fn, 2, dim3(blocks), dim3(Traits::kThreads), Traits::kSmemBytes, stream, p, maps);
+    fn<<<blocks, Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
     return cudaGetLastError();
   }
 };

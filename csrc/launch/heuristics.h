@@ -237,5 +237,22 @@ inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads
   return rounds <= kFusedMergeMaxRounds;
 }
 
-}  // namespace ffpa::launch
+// FFPA L1 on Hopper (launch/ffpa_fwd_ws_launch.cuh, up to Dv = 640): whether query blocks 2 q + 1, 2 q
+// run as a cluster pair whose K slices are loaded once for both (traits/ffpa_traits.h, kShareK). Causal
+// calls only: their blocks do not run in step (items of every length), and lone causal blocks spent
+// 4.44 us per 128-key tile at D = 512 against non-causal blocks' 4.06 (globaltimer stamps of every block,
+// H100, B=1 H=32 N=8192: scripts/dev/ffpa_spans.sh), no faster with idle gaps for the clocks to rise in.
+// Same host, four builds in turn twice (scripts/dev/ffpa_share_ab.sh, bf16 D = 512, TFLOPS back to back /
+// with 20 ms gaps): lone 491-494 / 524-527 non-causal, 452-453 / 453-458 causal; K shared 479-481 /
+// 504-507, 475-476 / 494-499; V shared 466 / 490, 468-469 / 486-488; both 456-458 / 479, 451-454 / 472.
+// So causal calls share K and non-causal ones (in step already: sharing only coupled them) run lone.
+// The bench in turn twice on one H100 (ffpa_auto, bf16, TFLOPS, lone -> shared, causal): B=1 H=32 N=8192
+// (128 query blocks) D = 448 459-461 -> 486-491, 512 461-463 -> 490-491, 640 440-443 -> 447-448, 576/512
+// 448-455 -> 483-488, non-causal unchanged; B=4 H=16 N=2048 (32 query blocks) 448 380 -> 370-379, 512
+// 391-393 -> 395-402, 640 373-376 -> 362-370: no gain there, so only from kShareKMinBlocks query blocks.
+// An odd count gives the last pair a block past L, which walks the longest key range for nothing
+// (about 2 / m_blocks of the work: under 3% from 64 blocks).
+constexpr int kShareKMinBlocks = 64;
+inline bool ffpa_ws_share_k(bool causal, int m_blocks) { return causal && m_blocks >= kShareKMinBlocks; }
 
+}  // namespace ffpa::launch

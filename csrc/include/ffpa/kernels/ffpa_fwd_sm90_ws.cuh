@@ -53,32 +53,50 @@ struct FfpaPrefill {
   static constexpr int kVChunks = Traits::kGroupCols / 64;  // 64-column chunks of one V stage
   static constexpr bool kPairOk = true;  // the launcher runs a pair's blocks as a cluster
 
+  // K sharing (Traits::kShareK): a cluster's blocks 2 i, 2 i + 1 run query blocks 2 q + 1, 2 q, the
+  // walk (n_end, the block map's codes) that of their 128 rows together.
+  static constexpr bool kShareK = Traits::kShareK;
+  static constexpr int kWalkRows = kShareK ? 2 * kBlockM : kBlockM;  // the rows whose key tiles a block walks
+
   struct Item {
-    int m_block, group, head, head_kv, batch, m0, n_end;
-    const uint8_t* codes;  // the item's first row of the mask block map, or null
+    int group, head, head_kv, batch, m0, n_end;
+    int walk_m0;           // the first of the kWalkRows rows whose tiles the block walks (m0 unless sharing)
+    int rank;              // the block's cluster rank where it shares K (it loads the K slices of that parity)
+    const uint8_t* codes;  // the walk's first row of the mask block map, or null
     float scale_log2;      // the softmax scale of its scores (base 2; the FP8 Problem folds descales in)
   };
 
   static __device__ __forceinline__ Item item(const FwdParams& p, int t, int* /*scratch*/) {
     const int m_blocks = (p.len_q + kBlockM - 1) / kBlockM;
     Item w;
+    w.rank = 0;
     int groups = Traits::kGroups;  // blocks numbered query block fastest, then group
-    if constexpr (Traits::kPair) {  // a cluster's blocks 2 i, 2 i + 1: groups 2 q, 2 q + 1 of a query block
+    int m_block;
+    if constexpr (kShareK) {  // one group; query block pairs numbered last first (2 q + 1 past L: no rows)
+      w.rank = t % 2;
+      t /= 2;
+      const int m_pairs = (m_blocks + 1) / 2;
+      w.group = 0;
+      m_block = 2 * (m_pairs - 1 - t % m_pairs) + 1 - w.rank;
+      t = t / m_pairs * m_blocks;  // so that t / m_blocks below is the (batch, head)
+    } else if constexpr (Traits::kPair) {  // a cluster's blocks 2 i, 2 i + 1: groups 2 q, 2 q + 1 of a query block
       const int rank = t % 2;
       t /= 2;
       groups = Traits::kGroups / 2;
       w.group = 2 * (groups == 1 ? 0 : (t / m_blocks) % groups) + rank;
+      m_block = m_blocks - 1 - t % m_blocks;
     } else {
       w.group = Traits::kGroups == 1 ? 0 : (t / m_blocks) % Traits::kGroups;
+      m_block = m_blocks - 1 - t % m_blocks;
     }
-    w.m_block = m_blocks - 1 - t % m_blocks;
     const int bh = t / m_blocks / groups;
     w.head = bh % p.heads_q;
     w.batch = bh / p.heads_q;
     w.head_kv = w.head / (p.heads_q / p.heads_kv);
-    w.m0 = w.m_block * kBlockM;
-    w.n_end = block_kv_tiles<kBlockN>(p, w.m0, min(kBlockM, p.len_q - w.m0));
-    w.codes = p.block_map == nullptr ? nullptr : block_map_row(p, w.batch, w.head, w.m_block * (kBlockM / p.block_map_m));
+    w.m0 = m_block * kBlockM;
+    w.walk_m0 = kShareK ? (m_block & ~1) * kBlockM : w.m0;
+    w.n_end = block_kv_tiles<kBlockN>(p, w.walk_m0, min(kWalkRows, p.len_q - w.walk_m0));
+    w.codes = p.block_map == nullptr ? nullptr : block_map_row(p, w.batch, w.head, w.walk_m0 / p.block_map_m);
     w.scale_log2 = p.scale_log2;
     return w;
   }
@@ -89,9 +107,11 @@ struct FfpaPrefill {
   // of block_map_m x block_map_n (dividing 64 x 128) that make up key tile j of the item's rows
   // merge to one code: skipped if all are, full if all are (blocks past the map's edge hold no
   // element and count for neither), else partial.
+  // Sharing blocks merge the codes of both query blocks' rows (their common walk; per-element masks
+  // then cut each block's own rows).
   static __device__ __forceinline__ uint8_t tile_code(const FwdParams& p, const Item& w, int j) {
-    const int rm = kBlockM / p.block_map_m, rn = kBlockN / p.block_map_n;
-    const int rows = (p.len_q + p.block_map_m - 1) / p.block_map_m - w.m_block * rm;
+    const int rm = kWalkRows / p.block_map_m, rn = kBlockN / p.block_map_n;
+    const int rows = (p.len_q + p.block_map_m - 1) / p.block_map_m - w.walk_m0 / p.block_map_m;
     bool seen = false, full = true;
     for (int a = 0; a < rm && a < rows; ++a)
       for (int b = 0; b < rn && j * rn + b < p.block_map_n_blocks; ++b) {
@@ -122,12 +142,21 @@ struct FfpaPrefill {
   static constexpr int kScratchBytes = 0;  // the producer needs no scratch
   static __device__ __forceinline__ void begin_tile(const FwdParams&, const Item&, int, int*) {}
 
+  // Sharing blocks: the K slice of parity (slice + tile) == rank is this block's to load, into both
+  // blocks (multicast); each block's barrier expects the whole stage (its Q slice and the K slice) either way.
+  static __device__ __forceinline__ bool loads_k(const Item& w, int d, int j) { return ((d + j) & 1) == w.rank; }
+
   static __device__ __forceinline__ void load_qk(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
                                                  uint32_t stage, uint32_t bar, int d, int j, int*) {
     ptx::tma_load_4d(stage, &maps.q, bar, Traits::kSliceD * d, w.m0, w.head, w.batch);
     // A pair's block loads the keys of its half of the tile (its cluster rank: the group's parity).
     const int key0 = j * kBlockN + (Traits::kPair ? (w.group % 2) * Traits::kKRows : 0);
-    ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, Traits::kSliceD * d, key0, w.head_kv, w.batch);
+    if constexpr (kShareK) {
+      if (loads_k(w, d, j))
+        ptx::tma_load_4d_multicast(stage + QSlice::kBytes, &maps.k, bar, Traits::kSliceD * d, key0, w.head_kv, w.batch, 3);
+    } else {
+      ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, Traits::kSliceD * d, key0, w.head_kv, w.batch);
+    }
   }
 
   static __device__ __forceinline__ void load_v(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,

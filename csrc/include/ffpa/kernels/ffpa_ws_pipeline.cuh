@@ -45,6 +45,14 @@
 //     16 warps' arrivals, each made after that warp read tile j's maxima: one stats buffer serves
 //     (and the row sums reuse it after the last wait on p).
 //
+//   Pairs of query blocks sharing K (Traits::kShareK: causal prefill, launch/heuristics.h): blocks 2 i,
+//   2 i + 1 of a cluster walk the same key tiles for rows 2 q + 1, 2 q; K slice d of tile j is loaded by
+//   the block of rank (d + j) % 2, multicast into both, beside each block's own Q slice:
+//       producer r:  empty_qk[s] (both blocks' consumers) -> TMA Q (own), K (rank r's slices: both) -> full_qk[s]
+//       consumers:   full_qk[s] -> S += Q K -> arrive empty_qk[s] of both blocks
+//   and the producer, past its last load, takes every Q@K^T stage once more before its block exits (the
+//   other block's last releases land here first).
+//
 // Who waits on what (mbarriers; ring_qk kQKStages deep, ring_v kVStages deep):
 //   producer:  empty_qk[s] -> TMA Q, K slices -> full_qk[s]     empty_v[s] -> TMA V stage -> full_v[s]
 //   consumers: full_qk[s] -> S += Q K (wgmma) -> its wait -> arrive empty_qk[s]   (both consumers)
@@ -133,6 +141,9 @@ struct FfpaWsPipeline {
   static constexpr uint32_t kBarMax = 1, kBarP = 2, kBarSum = 3;
   static_assert(Traits::kConsumers == 2, "a pair of consumers splits the key and Dv columns");
   static constexpr bool kPair = Traits::kPair;
+  // K slices shared with the cluster's other block (Traits::kShareK): every Q@K^T stage's empty barrier
+  // counts the consumer warps of both blocks, each warp releasing the stage in both.
+  static constexpr bool kShareK = Traits::kShareK;
   static constexpr int kSlots = kPair ? 4 : 2;             // consumers sharing a tile's S (its key slots)
   static constexpr uint32_t kXWarps = 4 * kSlots;          // arrivals on a pair's exchange barrier
   // A pair's exchange barriers (Smem::xbar + 8 x), and the exchanges' first stats slot: a pair's row
@@ -200,6 +211,8 @@ struct FfpaWsPipeline {
       prev = j;
     }
     if (prev >= 0) load_v(p, maps, s, sv, w, prev);
+    if constexpr (kShareK)  // the other block's last releases reach this block's barriers before it exits
+      for (int i = 0; i < Traits::kQKStages; ++i, sq.advance()) s.ring_qk.producer_acquire(sq);
   }
 
   static __device__ __forceinline__ void load_v(const Params& p, const Maps& maps, const Smem& s,
@@ -212,6 +225,14 @@ struct FfpaWsPipeline {
   }
 
   // ---- consumers ---------------------------------------------------------------------------
+  // One warp's release (lane 0) of a stage of `ring`: in this block, and (kShared) in the other block of
+  // the cluster, whose K loads land in this block's stages too.
+  template <bool kShared, typename Ring>
+  static __device__ __forceinline__ void release(const Ring& ring, int stage) {
+    ring.consumer_release(typename Ring::State{stage, 0});
+    if constexpr (kShared) ptx::mbarrier_arrive_remote(ptx::map_shared_rank(ring.empty(stage), ptx::cluster_ctarank() ^ 1u));
+  }
+
   static __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return ptx::gmma_desc_sw128(addr, 16, 1024); }
 
   // Issue S = Q K_j^T for the keys at rows [key0, key0 + 8 kNS) of the K slices, over the E
@@ -233,7 +254,7 @@ struct FfpaWsPipeline {
       ptx::wgmma_commit_group();
       if (d >= kLag) {
         ptx::wgmma_wait_group<kLag>();
-        if (lane == 0) sm.ring_qk.consumer_release(typename RingQK::State{back(st, kLag), 0});
+        if (lane == 0) release<kShareK>(sm.ring_qk, back(st, kLag));
       }
       st.advance();
     }
@@ -248,7 +269,7 @@ struct FfpaWsPipeline {
   static __device__ __forceinline__ void release_qk(const Smem& sm, const typename RingQK::State& st, int lane) {
     if (lane == 0)
 #pragma unroll
-      for (int i = 1; i <= kLag; ++i) sm.ring_qk.consumer_release(typename RingQK::State{back(st, i), 0});
+      for (int i = 1; i <= kLag; ++i) release<kShareK>(sm.ring_qk, back(st, i));
   }
 
   // Issue O_c += P V_j[:, col .. col + kCols) for V stage v of tile j (two k-steps of 16 keys), P
@@ -304,14 +325,14 @@ struct FfpaWsPipeline {
 #pragma unroll
     for (int v = kPreV; v < kStagesV; ++v) {
       ptx::wgmma_wait_group<kPreV - 1>();
-      if (lane == 0) sm.ring_v.consumer_release(typename RingV::State{held[v - kPreV], 0});
+      if (lane == 0) release<false>(sm.ring_v, held[v - kPreV]);
       held[v] = issue_pv<kCols>(o, p, w, sm, st, p_tile, j, v, col);
     }
     ptx::wgmma_wait_group<0>();
     ptx::wgmma_fence_operand(o);
     if (lane == 0)
 #pragma unroll
-      for (int v = kStagesV - kPreV; v < kStagesV; ++v) sm.ring_v.consumer_release(typename RingV::State{held[v], 0});
+      for (int v = kStagesV - kPreV; v < kStagesV; ++v) release<false>(sm.ring_v, held[v]);
   }
 
   // Online softmax of S_j on consumer c (key slot `slot`): masks where the tile needs it
@@ -521,13 +542,13 @@ struct FfpaWsPipeline {
     // until then (the decode Problem ranks sequence lengths there, with block barriers).
     const Item w = Problem::item(p, blockIdx.x, reinterpret_cast<int*>(smem_raw + (sm.p - ptx::smem_u32addr(smem_raw))));
     if (threadIdx.x == 0) {
-      sm.ring_qk.init(kConsumerWarps);
+      sm.ring_qk.init(kConsumerWarps * (kShareK ? 2 : 1));
       sm.ring_v.init(kConsumerWarps);
       if constexpr (kPair)
         for (int x = kXMax; x <= kXFree; ++x) ptx::mbarrier_init(sm.xbar + 8 * x, kXWarps);
     }
-    if constexpr (kPair)
-      ptx::cluster_sync();  // both blocks' barriers initialised before any arrival crosses
+    if constexpr (kPair || kShareK)
+      ptx::cluster_sync();  // both blocks' barriers initialised before any arrival or load crosses
     else
       __syncthreads();
     const int wg = threadIdx.x / 128;

@@ -51,6 +51,16 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar) {
 #endif
 }
 
+// One arrival on the mbarrier at shared::cluster address `bar` (a peer block's, mapped), with the
+// default release at block scope: enough to say "done reading a stage" (the reads completed before it),
+// not to publish this thread's writes to the peer. The form a consumer releases a shared stage with:
+// the cluster-scope release above made each of these cost a fence.
+__device__ __forceinline__ void mbarrier_arrive_remote(uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+
 // Whether the phase of parity `parity` has completed (one poll; the hardware may suspend the
 // thread for a while before answering false). kCluster: acquire at cluster scope what the arrivals
 // released (a peer block's stores into this block's shared memory included), else at the block's.

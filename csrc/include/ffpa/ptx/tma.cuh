@@ -60,4 +60,18 @@ __device__ __forceinline__ void tma_load_5d(uint32_t dst, const void* tmap, uint
 #endif
 }
 
+// Multicast form (sm_90, inside a cluster): the same box written at shared address `dst` of every
+// block whose bit is set in `cta_mask` (cluster ranks), each copy completing bytes on the barrier at
+// `bar`'s offset in that block. One block's load feeds several: each destination's barrier expects
+// the bytes (its own arrive_expect_tx), whichever block issued them.
+__device__ __forceinline__ void tma_load_4d_multicast(uint32_t dst, const void* tmap, uint32_t bar, int c0, int c1,
+                                                      int c2, int c3, uint16_t cta_mask) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4, %5, %6}], [%2], %7;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(tmap)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(cta_mask)
+      : "memory");
+#endif
+}
+
 }  // namespace ffpa::ptx

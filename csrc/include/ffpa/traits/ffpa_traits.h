@@ -223,7 +223,13 @@ struct FfpaTraits {
 // instead of Q twice and 256 keys of each. Dv = 2048 and 4096 (kPair_ only): groups of 512 columns,
 // pairs of them as clusters (S computed once per pair: Dv / 1024 times per query block), where the
 // mma.sync levels need L3's fp32 workspace.
-template <typename Element_, int kHeadDim_, int kHeadDimV_, bool kPair_ = false>
+// With kShareK_ (causal prefill up to Dv = 640, one group: launch/heuristics.h says when and why) the
+// blocks of query blocks 2 i + 1 and 2 i of a (batch, head) are a cluster pair that walks the same key
+// tiles and shares their K slices: each Q@K^T stage's K slice is loaded by one of the two (alternating)
+// and multicast into both blocks' shared memory, each block loading its own Q slice beside it; a
+// Q@K^T stage is refilled once the consumers of both blocks released it. V stays per block (sharing
+// it too coupled the two blocks' V rings and ran slower: docs/hopper_ffpa.md, session 29).
+template <typename Element_, int kHeadDim_, int kHeadDimV_, bool kPair_ = false, bool kShareK_ = false>
 struct FfpaWsTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -236,6 +242,7 @@ struct FfpaWsTraits {
                                                         : 512;
   static constexpr int kGroups = (kHeadDimV + kGroupCols - 1) / kGroupCols;
   static constexpr bool kPair = kPair_ && kGroups % 2 == 0;  // groups 2 i, 2 i + 1 share S (a cluster)
+  static constexpr bool kShareK = kShareK_;                  // query blocks 2 i + 1, 2 i share K loads (a cluster)
   static constexpr int kPairSize = kPair ? 2 : 1;
   static constexpr int kVKeys = 32;                        // keys of one V stage
   static constexpr int kKRows = 128;                       // keys of a tile whose S this block computes
@@ -299,6 +306,7 @@ struct FfpaWsTraits {
   static_assert(kPBuffers * PTile::kBytes == 32 * 1024, "P takes the same bytes at every head dim");
   static_assert(kColsS % 16 == 0 && kColsS0 % 16 == 0 && kColsS1 % 16 == 0, "S columns per consumer: whole k-steps of P V");
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
+  static_assert(!kShareK || (!kPair_ && kGroups == 1), "K sharing pairs lone blocks of one column group");
 };
 
 }  // namespace ffpa

@@ -123,6 +123,7 @@ struct FfpaWsFp8Traits {
   static constexpr int kGroupCols = kHeadDimV;
   static constexpr int kGroups = 1;
   static constexpr bool kPair = false;
+  static constexpr bool kShareK = false;
   static constexpr int kPairSize = 1;
   static constexpr int kVKeys = 32;  // keys of one V stage: one e4m3 k-step
   static constexpr int kKRows = 128;
