@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Development A/B (#16): this tree against an older one (ab_old.tar in the repository root, untracked:
+# git archive -o ab_old.tar <rev> csrc ffpa_attn tools setup.py pyproject.toml). Both built in place
+# (sm_90a, FFPA_FAMILIES / FFPA_HEAD_DIMS / FFPA_DTYPES as given, defaults ffpa_l1 / 512 / bf16), this
+# tree's GPU tests (TESTS, default test_ffpa_gpu.py; SKIP_TESTS=1), then each bench cell of CELLS (";"-
+# separated bench.py arguments) on both builds in turn, twice; prints kernel, shape, causal, TFLOPS.
+# Writes to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
+export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=${FFPA_FAMILIES:-ffpa_l1} FFPA_ACCS=fp32 FFPA_EXPECT_EXTENSION=1
+export FFPA_HEAD_DIMS=${FFPA_HEAD_DIMS:-512} FFPA_DTYPES=${FFPA_DTYPES:-bf16}
+rm -rf /tmp/ab_old && mkdir -p /tmp/ab_old && tar -xf ab_old.tar -C /tmp/ab_old || exit 1
+(cd /tmp/ab_old && python3 setup.py build_ext --inplace > "$OUT/build_old.log" 2>&1 || echo "old build failed") &
+python3 setup.py build_ext --inplace > "$OUT/build_new.log" 2>&1 || { tail -30 "$OUT/build_new.log"; exit 1; }
+wait
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  (cd tests && PYTHONPATH=$PWD/.. timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider ${TESTS:-test_ffpa_gpu.py} \
+     > "$OUT/pytest.log" 2>&1; echo "tests rc $?: $(tail -1 "$OUT/pytest.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20)
+fi
+IFS=';' read -ra cells <<< "${CELLS:---B 1 --H 32 --N 8192 --D 512 --causal-both --kernels ffpa_auto}"
+for r in 1 2; do for t in new old; do
+  dir=$PWD; [ $t = old ] && dir=/tmp/ab_old
+  echo "== $t round $r"
+  for c in "${cells[@]}"; do
+    PYTHONPATH=$dir python3 bench/bench.py $c --warmup 5 --iters 25 --json /tmp/ab_$t.json > /tmp/ab_$t.log 2>&1 || tail -5 /tmp/ab_$t.log
+    python3 -c "
+import json
+for r in json.load(open('/tmp/ab_$t.json'))['results']:
+    print(r['kernel'], r['dtype'], r['B'], r['Hq'], r['L'], r['D'], r['Dv'], 'causal' if r['causal'] else 'nc', round(r['tflops'], 1))
+"
+  done
+done; done
