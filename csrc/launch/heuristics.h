@@ -249,7 +249,9 @@ inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads
 // The bench in turn twice on one H100 (ffpa_auto, bf16, TFLOPS, lone -> shared, causal): B=1 H=32 N=8192
 // (128 query blocks) D = 448 459-461 -> 486-491, 512 461-463 -> 490-491, 640 440-443 -> 447-448, 576/512
 // 448-455 -> 483-488, non-causal unchanged; B=4 H=16 N=2048 (32 query blocks) 448 380 -> 370-379, 512
-// 391-393 -> 395-402, 640 373-376 -> 362-370: no gain there, so only from kShareKMinBlocks query blocks.
+// 391-393 -> 395-402, 640 373-376 -> 362-370: no gain there, so only from kShareKMinBlocks query blocks;
+// at 64 (N = 4096) it gains already: B=1 H=32 448 415 -> 446, 512 407-411 -> 452, B=2 424-431 / 459-461
+// against 409-410, and B=1 H=16 N=16384 448 466 -> 484, 512 463-465 -> 494-496 (lone -> shared, same run).
 // An odd count gives the last pair a block past L, which walks the longest key range for nothing
 // (about 2 / m_blocks of the work: under 3% from 64 blocks).
 constexpr int kShareKMinBlocks = 64;
