@@ -14,8 +14,8 @@ cluster pair that exchanges row maxima and P through distributed shared memory, 
 cluster-scope mbarriers (release arrivals, acquire waits), which racecheck does not model. It
 reports hazards for them even on tests/primitives/hopper_device.cu's cluster test, where each slot
 is written once before the writer's arrival and read once after the reader's wait (405 on an H200
-with CUDA 13.0). memcheck and synccheck run the pair, and L1's causal pairs of query blocks that
-share K loads (multicast TMA, releases across the pair)."""
+with CUDA 13.0). memcheck and synccheck run the pair, and L1's (bf16 and FP8) causal pairs of query
+blocks that share K loads (multicast TMA, releases across the pair)."""
 import os
 import sys
 
@@ -195,4 +195,10 @@ for d in fp8_dims if "fp8" in PARTS else ():
         for mask in masks():  # skipped, partial and full tiles of the block map; a fully masked row
             run(q8, k8, v8, attn_mask=mask, q_descale=qd, k_descale=kd, v_descale=vd)
 C.set_fp8_v_transpose("auto")
+if 512 in fp8_dims and "fp8" in PARTS and not NO_CLUSTER:  # D = 512 causal, 129 query blocks: K-sharing pairs
+    g = torch.Generator(device="cuda").manual_seed(5)
+    q = torch.randn(1, 1, 8200, 512, device="cuda", dtype=torch.bfloat16, generator=g)
+    k, v = (torch.randn(1, 1, 8300, 512, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+    (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
+    run(q8, k8, v8, is_causal=True, causal_align="bottom_right", q_descale=qd, k_descale=kd, v_descale=vd)
 print("sanitize_one: done")

@@ -59,7 +59,7 @@ def _as_float(d, like):
     return torch.ones_like(like) if d is None else (torch.full_like(like, d) if isinstance(d, float) else d.expand_as(like))
 
 
-def _check_fp8_kernel(B, Hq, Hkv, L, S, D, causal, align, kind, out_dtype, seed, mask_kind=None):
+def _check_fp8_kernel(B, Hq, Hkv, L, S, D, causal, align, kind, out_dtype, seed, mask_kind=None, shares_k=None):
     (q8, qd), (k8, kd), (v8, vd) = _case(B, Hq, Hkv, L, S, D, seed, quantize=kind != "none")
     dq, dk, dv = _descales(kind, qd, kd, vd)
     mask = None
@@ -73,6 +73,10 @@ def _check_fp8_kernel(B, Hq, Hkv, L, S, D, causal, align, kind, out_dtype, seed,
     out, lse = got["res"]
     kernel = "fa2_fwd_fp8_kernel" if D <= 256 else "ffpa_fwd_fp8_kernel"
     assert any(kernel in n for n in names), names
+    if shares_k is not None:  # FfpaWsFp8Traits<out, D, share K>: the last argument, true / (bool)1
+        flags = [n.split("FfpaWsFp8Traits<", 1)[1].split(">", 1)[0].split(",")[-1].strip() in ("true", "(bool)1")
+                 for n in names if kernel in n]
+        assert flags == [shares_k], names
     assert out.dtype == out_dtype and out.shape == (B, Hq, L, D)
     want, want_lse = reference(_deq(q8, _as_float(dq, qd)), _deq(k8, _as_float(dk, kd)), _deq(v8, _as_float(dv, vd)),
                                is_causal=causal, causal_bottom_right=align == "bottom_right", attn_mask=mask)
@@ -96,6 +100,21 @@ def test_fp8_kernel_head_dims_dtypes_causal(D, out_dtype, causal, align):
     if D not in _FP8_DIMS:
         pytest.skip(f"FP8 kernel D={D} not compiled")
     _check_fp8_kernel(2, 8, 2, 333, 517, D, causal, align, "per_head", out_dtype, D)
+
+
+@needs_fp8_kernel
+@pytest.mark.parametrize("L,S,causal,align,shares", [
+    (8192, 8192, True, "top_left", True),        # 128 query blocks: pairs sharing K loads
+    (8200, 8300, True, "bottom_right", True),    # 129: the last pair's block past L
+    (8000, 8000, True, "top_left", False),       # 125: lone blocks
+    (8192, 8192, False, "top_left", False),      # non-causal: lone blocks
+])
+def test_fp8_d512_causal_pairs_share_k(L, S, causal, align, shares):
+    """D = 512 runs FFPA L1's pipeline on e4m3; causal calls with 128+ query blocks as cluster pairs of query
+    blocks that load K once (launch/heuristics.h ffpa_ws_share_k), as bf16's: which kernel ran and the result."""
+    if 512 not in _FP8_DIMS:
+        pytest.skip("FP8 kernel D=512 not compiled")
+    _check_fp8_kernel(1, 1, 1, L, S, 512, causal, align, "per_head", torch.bfloat16, L + S, shares_k=shares)
 
 
 @needs_fp8_kernel

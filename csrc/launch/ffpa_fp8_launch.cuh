@@ -1,8 +1,9 @@
 // The FP8 (e4m3) launcher's side past D = 256 (Fp8Launcher, launch/fa2_fp8_launch.cuh): V^T in key
 // order by the pre-pass (kernels/fp8_v_transpose.cuh) into p.vt (sized by the op), the TMA maps of Q
 // and K (128-byte slices of the head dim) and V^T (32 keys of Dv / 2 columns a box, 32-byte swizzle), the
-// shared-memory opt-in and one block per 64 query rows of each (batch, head)
-// (kernels/ffpa_fwd_sm90_fp8.cuh), the output dtype picked by p.out_fp16. sm_90a builds only.
+// shared-memory opt-in and one block per 64 query rows of each (batch, head) (kernels/ffpa_fwd_sm90_fp8.cuh;
+// causal calls with 128+ query blocks as cluster pairs sharing K loads, as bf16's), the output dtype picked
+// by p.out_fp16. sm_90a builds only.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -10,6 +11,7 @@
 
 #include "ffpa/kernels/ffpa_fwd_sm90_fp8.cuh"
 #include "ffpa/traits/fp8_traits.h"
+#include "launch/cluster_launch.h"
 #include "launch/fp8_run.cuh"
 #include "launch/fwd_launcher.h"
 #include "launch/heuristics.h"
@@ -20,9 +22,9 @@ namespace ffpa::launch {
 
 template <int kHeadDim>
 struct FfpaFp8Launch {
-  template <typename Out>
+  template <typename Out, bool kShare = false>
   struct Variant {
-    using Traits = FfpaWsFp8Traits<Out, kHeadDim>;
+    using Traits = FfpaWsFp8Traits<Out, kHeadDim, kShare>;
     static inline bool opted_in[64] = {};
     static constexpr auto kernel = &attn::ffpa_fwd_fp8_kernel<Traits>;
   };
@@ -53,8 +55,20 @@ struct FfpaFp8Launch {
     return err;
   }
 
+  // items: one block per query block of each (batch, head); sharing pairs take an even count (an odd
+  // count's last pair has a block past L, which walks its partner's tiles and stores nothing).
   template <typename Out>
   static cudaError_t launch(const FwdParams& p, const attn::FfpaTmaMaps& maps, int64_t items, cudaStream_t stream) {
+    const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
+    if (ffpa_ws_share_k(p.is_causal, m_blocks, kShareKMinBlocksFp8)) {
+      using V = Variant<Out, true>;
+      const cudaError_t err = opt_in_smem(V::kernel, V::Traits::kSmemBytes, V::opted_in);
+      if (err != cudaSuccess) return err;
+      const int64_t blocks = items / m_blocks * (m_blocks + m_blocks % 2);
+      if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+      return launch_clusters(V::kernel, 2, dim3(static_cast<unsigned>(blocks)), dim3(V::Traits::kThreads),
+                             V::Traits::kSmemBytes, stream, p, maps);
+    }
     using V = Variant<Out>;
     cudaError_t err = opt_in_smem(V::kernel, V::Traits::kSmemBytes, V::opted_in);
     if (err != cudaSuccess) return err;

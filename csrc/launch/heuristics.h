@@ -254,7 +254,13 @@ inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads
 // against 409-410, and B=1 H=16 N=16384 448 466 -> 484, 512 463-465 -> 494-496 (lone -> shared, same run).
 // An odd count gives the last pair a block past L, which walks the longest key range for nothing
 // (about 2 / m_blocks of the work: under 3% from 64 blocks).
+// FP8 at D = 512 (the same pipeline on e4m3, half the bytes a tile), same run on an H200 (TFLOPS, lone ->
+// shared, causal): B=1 H=32 N=8192 675-678 -> 741, B=4 H=8 N=8448 676-677 -> 728, non-causal unchanged; but
+// N = 4096 (64 query blocks) 611-613 -> 603: from kShareKMinBlocksFp8 there.
 constexpr int kShareKMinBlocks = 64;
-inline bool ffpa_ws_share_k(bool causal, int m_blocks) { return causal && m_blocks >= kShareKMinBlocks; }
+constexpr int kShareKMinBlocksFp8 = 128;
+inline bool ffpa_ws_share_k(bool causal, int m_blocks, int min_blocks = kShareKMinBlocks) {
+  return causal && m_blocks >= min_blocks;
+}
 
 }  // namespace ffpa::launch

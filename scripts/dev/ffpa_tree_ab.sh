@@ -3,7 +3,8 @@
 # git archive -o ab_old.tar <rev> csrc ffpa_attn tools setup.py pyproject.toml). Both built in place
 # (sm_90a, FFPA_FAMILIES / FFPA_HEAD_DIMS / FFPA_DTYPES as given, defaults ffpa_l1 / 512 / bf16), this
 # tree's GPU tests (TESTS, default test_ffpa_gpu.py; SKIP_TESTS=1), then each bench cell of CELLS (";"-
-# separated bench.py arguments) on both builds in turn, twice; prints kernel, shape, causal, TFLOPS.
+# separated bench.py arguments; "fp8:<args>" runs bench_fp8.py) on both builds in turn, twice; prints
+# kernel, shape, causal, TFLOPS.
 # Writes to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,6 +24,18 @@ for r in 1 2; do for t in new old; do
   dir=$PWD; [ $t = old ] && dir=/tmp/ab_old
   echo "== $t round $r"
   for c in "${cells[@]}"; do
+    if [[ "$c" == fp8:* ]]; then  # bench_fp8.py's arguments after "fp8:"
+      rm -rf /tmp/ab_f_$t
+      PYTHONPATH=$dir python3 bench/bench_fp8.py ${c#fp8:} --warmup 10 --iters 40 --out-dir /tmp/ab_f_$t > /tmp/ab_$t.log 2>&1 || tail -5 /tmp/ab_$t.log
+      python3 -c "
+import json
+d = json.load(open('/tmp/ab_f_$t/fp8.json'))
+for r in d.get('results', d.get('rows', [])):
+    if r.get('kernel') in ('fp8', 'ffpa_auto', 'fa2'):
+        print(r['kernel'], r.get('B'), r.get('H', r.get('Hq')), r.get('N', r.get('L')), r.get('D'), 'causal' if r.get('causal') else 'nc', round(r['tflops'], 1))
+"
+      continue
+    fi
     PYTHONPATH=$dir python3 bench/bench.py $c --warmup 5 --iters 25 --json /tmp/ab_$t.json > /tmp/ab_$t.log 2>&1 || tail -5 /tmp/ab_$t.log
     python3 -c "
 import json

@@ -103,8 +103,10 @@ constexpr bool fp8_vt_in_kernel_fits(int head_dim) {
 //   stage is 32 keys (one k-step) of every output column, Dv rows of 32 bytes in the 32-byte swizzle
 //   (TMA writes it, wgmma reads it: ptx::gmma_desc_sw32_k);
 // * P is stored as e4m3 (times 2^4, below the lazy row max) in a 64 x 128-byte tile.
-// One column group (Dv <= 512: O 128 registers a consumer), no cluster pair.
-template <typename Out_, int kHeadDim_>
+// One column group (Dv <= 512: O 128 registers a consumer), no cluster pair of column groups; with
+// kShareK_ (long causal calls, as bf16's: launch/heuristics.h ffpa_ws_share_k) query blocks 2 q + 1, 2 q run as
+// a cluster pair loading each K slice once for both (traits/ffpa_traits.h, FfpaWsTraits).
+template <typename Out_, int kHeadDim_, bool kShareK_ = false>
 struct FfpaWsFp8Traits {
   using Element = __nv_fp8_e4m3;
   // The row max: lazy with a slack of 4 (base 2) and P = 2^(s - m + 4) <= 2^8 (e4m3's largest normal
@@ -123,7 +125,7 @@ struct FfpaWsFp8Traits {
   static constexpr int kGroupCols = kHeadDimV;
   static constexpr int kGroups = 1;
   static constexpr bool kPair = false;
-  static constexpr bool kShareK = false;
+  static constexpr bool kShareK = kShareK_;
   static constexpr int kPairSize = 1;
   static constexpr int kVKeys = 32;  // keys of one V stage: one e4m3 k-step
   static constexpr int kKRows = 128;
