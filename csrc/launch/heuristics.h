@@ -242,7 +242,7 @@ inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads
 // calls only: their blocks do not run in step (items of every length), and lone causal blocks spent
 // 4.44 us per 128-key tile at D = 512 against non-causal blocks' 4.06 (globaltimer stamps of every block,
 // H100, B=1 H=32 N=8192: scripts/dev/ffpa_spans.sh), no faster with idle gaps for the clocks to rise in.
-// Same host, four builds in turn twice (scripts/dev/ffpa_share_ab.sh, bf16 D = 512, TFLOPS back to back /
+// Same host, four builds in turn twice (a switch in the working tree, not kept; bf16 D = 512, TFLOPS back to back /
 // with 20 ms gaps): lone 491-494 / 524-527 non-causal, 452-453 / 453-458 causal; K shared 479-481 /
 // 504-507, 475-476 / 494-499; V shared 466 / 490, 468-469 / 486-488; both 456-458 / 479, 451-454 / 472.
 // So causal calls share K and non-causal ones (in step already: sharing only coupled them) run lone.
