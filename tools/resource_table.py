@@ -3,7 +3,9 @@
 a GPU (ffpa_attn._C.kernel_info with query_attributes): tile, threads, default pipeline depth,
 shared memory per block, registers and local (spill) bytes per thread, per family / level and
 accumulation mode. This is where a reader checks the O(1) claims: L2 and L3 rows keep the same
-shared memory (and L3 the same registers) from D = 320 to 4096. Used by scripts/gpu_check.sh."""
+shared memory (and L3 the same registers) from D = 320 to 4096. The Hopper L1 rows up to Dv = 640 give
+the worse registers and local bytes of the lone kernel and its K-sharing variant (causal calls with
+many query blocks). Used by scripts/gpu_check.sh."""
 import ffpa_attn
 import ffpa_attn._C as C
 

@@ -102,7 +102,16 @@ cudaError_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages, b
   k.level = 1;
   k.mask_block_m = Impl::SyncTraits::kBlockM;
   k.mask_block_n = Impl::SyncTraits::kBlockN;
-  return ws_pipeline_info<Traits>(k, Impl::kernel(), query_attributes, out);
+  cudaError_t err = ws_pipeline_info<Traits>(k, Impl::kernel(), query_attributes, out);
+  if (err != cudaSuccess || !Impl::kShareOk || !query_attributes) return err;
+  // Where a K-sharing variant exists (causal calls with many query blocks run it), the registers and
+  // local bytes reported are the worse of the two kernels', so spill checks cover both.
+  KernelInfo share;
+  err = query_kernel_attributes(Impl::kernel(true), &share);
+  if (err != cudaSuccess) return err;
+  out->registers = out->registers > share.registers ? out->registers : share.registers;
+  out->local_bytes = out->local_bytes > share.local_bytes ? out->local_bytes : share.local_bytes;
+  return cudaSuccess;
 }
 
 // The fallback's workspace where it would run (L3, above Dv = 1024): none where the TMA kernel runs.

@@ -70,26 +70,24 @@ struct FfpaPrefill {
     const int m_blocks = (p.len_q + kBlockM - 1) / kBlockM;
     Item w;
     w.rank = 0;
-    int groups = Traits::kGroups;  // blocks numbered query block fastest, then group
-    int m_block;
-    if constexpr (kShareK) {  // one group; query block pairs numbered last first (2 q + 1 past L: no rows)
+    int m_block, bh;
+    if constexpr (kShareK) {  // one group; a cluster's blocks 2 i, 2 i + 1 run query blocks 2 q + 1, 2 q (past L: no rows)
+      const int m_pairs = (m_blocks + 1) / 2, pair = t / 2;  // query block pairs numbered last first
       w.rank = t % 2;
-      t /= 2;
-      const int m_pairs = (m_blocks + 1) / 2;
       w.group = 0;
-      m_block = 2 * (m_pairs - 1 - t % m_pairs) + 1 - w.rank;
-      t = t / m_pairs * m_blocks;  // so that t / m_blocks below is the (batch, head)
-    } else if constexpr (Traits::kPair) {  // a cluster's blocks 2 i, 2 i + 1: groups 2 q, 2 q + 1 of a query block
-      const int rank = t % 2;
-      t /= 2;
-      groups = Traits::kGroups / 2;
-      w.group = 2 * (groups == 1 ? 0 : (t / m_blocks) % groups) + rank;
+      m_block = 2 * (m_pairs - 1 - pair % m_pairs) + 1 - w.rank;
+      bh = pair / m_pairs;
+    } else if constexpr (Traits::kPair) {  // a cluster's blocks 2 i, 2 i + 1 run groups 2 g, 2 g + 1 of a query block
+      constexpr int kPairs = Traits::kGroups / 2;  // a query block's pairs numbered one after another (run together,
+      const int i = t / 2;                         // they read the same Q rows and K tiles), query blocks last first
+      w.group = 2 * (i % kPairs) + t % 2;
+      m_block = m_blocks - 1 - i / kPairs % m_blocks;
+      bh = i / kPairs / m_blocks;
+    } else {  // query blocks last first, then groups
+      w.group = t / m_blocks % Traits::kGroups;
       m_block = m_blocks - 1 - t % m_blocks;
-    } else {
-      w.group = Traits::kGroups == 1 ? 0 : (t / m_blocks) % Traits::kGroups;
-      m_block = m_blocks - 1 - t % m_blocks;
+      bh = t / m_blocks / Traits::kGroups;
     }
-    const int bh = t / m_blocks / groups;
     w.head = bh % p.heads_q;
     w.batch = bh / p.heads_q;
     w.head_kv = w.head / (p.heads_q / p.heads_kv);

@@ -17,7 +17,9 @@
 
 namespace ffpa::ptx {
 
-// This block's rank in its cluster (0 .. cluster size - 1).
+// This block's rank in its cluster (0 .. cluster size - 1). Volatile, so read where used: the non-volatile
+// form let ptxas keep the rank live across the K-sharing pipeline's loop, and the Dv = 640 sharing kernel
+// spilled 8 / 32 bytes instead of 4 / 24 (session 30, ptxas -v).
 __device__ __forceinline__ uint32_t cluster_ctarank() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t r;
