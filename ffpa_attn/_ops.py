@@ -311,23 +311,23 @@ def _registry_entries() -> Tuple[Tuple[str, str, str, str, str, int, int, int], 
     return tuple(out)
 
 
-# Every compiled kernel (a plain module global: constant for torch.compile).
+def build_index(registry) -> Dict[Tuple[str, int, int, str, str], Tuple[Tuple[str, str, int], ...]]:
+    """(op, E, Ev, dtype, acc) -> ((family, arch, level), ...) of registry entries (_REGISTRY's form)."""
+    index: Dict[Tuple[str, int, int, str, str], list] = {}
+    for (o, fam, arch, dt, a, e, ev, lv) in registry:
+        index.setdefault((o, e, ev, dt, a), []).append((fam, arch, lv))
+    return {k: tuple(v) for k, v in index.items()}
+
+
+# Every compiled kernel, and the index per-call lookups read (a linear scan of a full build's few
+# hundred entries would cost more than the rest of the routing). Plain module globals, constant for
+# the process: whoever replaces _REGISTRY replaces _INDEX with build_index of it (the CPU tests' mock).
+# Under torch.compile the lookup must touch _INDEX only: a read of _REGISTRY (or a test of it, such as
+# an identity check against the tuple the index was built from) makes dynamo guard every field of
+# every entry -- about 6000 guards in a full build, evaluated at every call of the compiled function
+# (0.1-0.2 ms a step of a compiled decode loop; docs/tuning_decode.md, session 31).
 _REGISTRY = _registry_entries()
-# Per-call lookups hit this index (op, E, Ev, dtype, acc) -> ((family, arch, level), ...), rebuilt when
-# _REGISTRY is replaced (the CPU tests' mock does); a linear scan of a full build's few hundred
-# entries would cost more than the rest of the routing.
-_INDEX: Dict[Tuple[str, int, int, str, str], Tuple[Tuple[str, str, int], ...]] = {}
-_INDEX_OF: Any = None
-
-
-def _index() -> Dict[Tuple[str, int, int, str, str], Tuple[Tuple[str, str, int], ...]]:
-    global _INDEX, _INDEX_OF
-    if _INDEX_OF is not _REGISTRY:
-        index: Dict[Tuple[str, int, int, str, str], list] = {}
-        for (o, fam, arch, dt, a, e, ev, lv) in _REGISTRY:
-            index.setdefault((o, e, ev, dt, a), []).append((fam, arch, lv))
-        _INDEX, _INDEX_OF = {k: tuple(v) for k, v in index.items()}, _REGISTRY
-    return _INDEX
+_INDEX = build_index(_REGISTRY)
 
 
 def kernel_families(op: str, E: int, Ev: int, dtype: Optional[str] = None, acc: str = "auto",
@@ -337,22 +337,13 @@ def kernel_families(op: str, E: int, Ev: int, dtype: Optional[str] = None, acc: 
     on compute capability ``cc`` (None: any), in spec order. Whether one exists decides fallback;
     which one runs is the C++ chooser's (csrc/launch/route.cpp; ``chosen_kernel`` asks it)."""
     want_acc = "fp32" if acc == "auto" else acc
-    index = _index() if not torch.compiler.is_compiling() or _INDEX_OF is _REGISTRY else None
     dtypes = (dtype,) if dtype is not None else _spec.B16_TORCH
     found = set()
     for dt in dtypes:
-        if index is not None:
-            lines = index.get((op, E, Ev, dt, want_acc), ())
-        else:  # first call ever while tracing: scan (no global writes under dynamo)
-            lines = tuple((fam, arch, lv) for (o, fam, arch, d, a, e, ev, lv) in _REGISTRY
-                          if (o, e, ev, d, a) == (op, E, Ev, dt, want_acc))
-        for fam, arch, lv in lines:
+        for fam, arch, lv in _INDEX.get((op, E, Ev, dt, want_acc), ()):
             if (level is None or lv == level) and (cc is None or _spec.arch_runs(arch, cc)):
                 found.add(fam)
     return tuple(f for f in ALL_FAMILIES if f in found)
-
-
-_index()
 
 
 def chosen_kernel(dtype: str, E: int, Ev: int, level: int = 0, acc: str = "auto", len_q: int = 1024,

@@ -156,6 +156,7 @@ def mock_kernel(monkeypatch):
     monkeypatch.setattr(_ops, "_DTYPES", frozenset({"float16", "bfloat16"}))
     monkeypatch.setattr(_ops, "_ACCS", dict(MOCK_ACCS))
     monkeypatch.setattr(_ops, "_REGISTRY", MOCK_REGISTRY)
+    monkeypatch.setattr(_ops, "_INDEX", _ops.build_index(MOCK_REGISTRY))
     monkeypatch.setattr(_routing, "_environment_reason", lambda device: None)
     lib = impl_on_cpu("ffpa_fwd", lambda *args: torch.ops.ffpa_attn_test.ffpa_fwd(*args))
     MOCK_CALLS.clear()

@@ -272,6 +272,33 @@ def test_kernel_path_compile_fullgraph(mock_kernel, gen, backend):
     torch.testing.assert_close(c_out, fn(qm, k, v)[0], atol=0, rtol=0)
 
 
+def test_kernel_path_compile_guards_do_not_grow_with_the_build(mock_kernel, monkeypatch, gen):
+    """The compiled call's guards are the same with a registry of 300 more kernels: the routing's lookup
+    under dynamo reads the index of the asked key only. (It once compared the registry tuple with the
+    one the index was built from, and dynamo guarded every field of every entry: some 6000 guards in a
+    full build, evaluated at every call of a compiled decode step.)"""
+    def fn(q, k, v):
+        return ffpa_attn.forward(q, k, v, is_causal=True)
+
+    def guards_of_a_compiled_call():
+        torch._dynamo.reset()
+        counts = []
+        compiled = torch._dynamo.optimize("eager", guard_export_fn=lambda g: counts.append(len(g)))(fn)
+        MOCK_CALLS.clear()
+        compiled(q, q, q)
+        assert len(MOCK_CALLS) == 1  # the kernel path, traced
+        assert len(counts) == 1
+        return counts[0]
+
+    q = rn(gen, 1, 2, 5, 16, dtype=torch.float16)
+    before = guards_of_a_compiled_call()
+    more = _ops._REGISTRY + tuple(("fwd", "fa2", "any", dt, "fp32", e, e, 0)
+                                  for e in range(1000, 1150) for dt in ("float16", "bfloat16"))
+    monkeypatch.setattr(_ops, "_REGISTRY", more)
+    monkeypatch.setattr(_ops, "_INDEX", _ops.build_index(more))
+    assert guards_of_a_compiled_call() == before
+
+
 def test_kernel_path_compile_dynamic(mock_kernel, gen):
     fn = torch.compile(
         lambda q, k, v: ffpa_attn.forward(q, k, v, enable_gqa=True), fullgraph=True,

@@ -55,8 +55,7 @@ struct FfpaFp8Launch {
     return err;
   }
 
-  // items: one block per query block of each (batch, head); sharing pairs take an even count (an odd
-  // count's last pair has a block past L, which walks its partner's tiles and stores nothing).
+  // items: one block per query block of each (batch, head); sharing pairs cover ffpa_ws_share_k_blocks.
   template <typename Out>
   static cudaError_t launch(const FwdParams& p, const attn::FfpaTmaMaps& maps, int64_t items, cudaStream_t stream) {
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
@@ -64,7 +63,7 @@ struct FfpaFp8Launch {
       using V = Variant<Out, true>;
       const cudaError_t err = opt_in_smem(V::kernel, V::Traits::kSmemBytes, V::opted_in);
       if (err != cudaSuccess) return err;
-      const int64_t blocks = items / m_blocks * (m_blocks + m_blocks % 2);
+      const int64_t blocks = items / m_blocks * ffpa_ws_share_k_blocks(m_blocks);
       if (blocks > INT32_MAX) return cudaErrorInvalidValue;
       return launch_clusters(V::kernel, 2, dim3(static_cast<unsigned>(blocks)), dim3(V::Traits::kThreads),
                              V::Traits::kSmemBytes, stream, p, maps);

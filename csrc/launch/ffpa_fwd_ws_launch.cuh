@@ -6,6 +6,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "ffpa/kernels/ffpa_fwd_sm90_ws.cuh"
@@ -60,25 +61,24 @@ struct FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     return err;
   }
 
-  // Blocks: one per query block and group; sharing blocks go in pairs (an odd count's last pair has a
-  // block past L, which walks the tiles with its partner and stores nothing).
+  // Blocks: one per query block and group; sharing blocks go in pairs (ffpa_ws_share_k_blocks).
   static int64_t items(const FwdParams& p, bool share) {
-    const int64_t m = m_blocks(p) + (share ? m_blocks(p) % 2 : 0);
+    const int64_t m = share ? ffpa_ws_share_k_blocks(m_blocks(p)) : m_blocks(p);
     return m * Traits::kGroups * p.heads_q * p.batch;
   }
 
   // Whether this call runs the TMA kernel (else the fallback's): auto depth, not too many items,
   // tensors TMA can describe, the shared memory on this device.
-  static bool ws_runs(const FwdParams& p, attn::FfpaTmaMaps* maps) {
-    return p.num_stages == 0 && items(p, shares_k(p)) <= INT32_MAX && encode_maps(p, maps) == cudaSuccess &&
+  static bool ws_runs(const FwdParams& p, bool share, attn::FfpaTmaMaps* maps) {
+    return p.num_stages == 0 && items(p, share) <= INT32_MAX && encode_maps(p, maps) == cudaSuccess &&
            Traits::kSmemBytes <= max_smem_optin();
   }
 
   // cudaErrorNotSupported: this call is the fallback's.
   static cudaError_t run_ws(const FwdParams& p, cudaStream_t stream) {
     alignas(64) attn::FfpaTmaMaps maps;
-    if (!ws_runs(p, &maps)) return cudaErrorNotSupported;
     const bool share = shares_k(p);
+    if (!ws_runs(p, share, &maps)) return cudaErrorNotSupported;
     const auto fn = kernel(share);
     const cudaError_t err = opt_in_smem(fn, Traits::kSmemBytes, share ? opted_in_share : opted_in);
     if (err != cudaSuccess) return err;
@@ -109,8 +109,8 @@ cudaError_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages, b
   KernelInfo share;
   err = query_kernel_attributes(Impl::kernel(true), &share);
   if (err != cudaSuccess) return err;
-  out->registers = out->registers > share.registers ? out->registers : share.registers;
-  out->local_bytes = out->local_bytes > share.local_bytes ? out->local_bytes : share.local_bytes;
+  out->registers = std::max(out->registers, share.registers);
+  out->local_bytes = std::max(out->local_bytes, share.local_bytes);
   return cudaSuccess;
 }
 
@@ -121,7 +121,7 @@ int64_t FfpaWsLauncher<Element, kHeadDim, kHeadDimV>::workspace_bytes(FwdParams 
     return 0;
   } else {
     alignas(64) attn::FfpaTmaMaps maps;
-    return Impl::ws_runs(p, &maps) ? 0 : Impl::Fallback::workspace_bytes(p);
+    return Impl::ws_runs(p, Impl::shares_k(p), &maps) ? 0 : Impl::Fallback::workspace_bytes(p);
   }
 }
 

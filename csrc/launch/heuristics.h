@@ -262,5 +262,8 @@ constexpr int kShareKMinBlocksFp8 = 128;
 inline bool ffpa_ws_share_k(bool causal, int m_blocks, int min_blocks = kShareKMinBlocks) {
   return causal && m_blocks >= min_blocks;
 }
+// The query blocks a K-sharing launch covers: whole pairs (an odd count's last pair has a block past L,
+// which walks its partner's tiles and stores nothing). The bf16 / fp16 and FP8 launchers size by it.
+inline int64_t ffpa_ws_share_k_blocks(int m_blocks) { return static_cast<int64_t>(m_blocks) + m_blocks % 2; }
 
 }  // namespace ffpa::launch

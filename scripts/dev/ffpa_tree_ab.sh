@@ -5,16 +5,19 @@
 # tree's GPU tests (TESTS, default test_ffpa_gpu.py; SKIP_TESTS=1), then each bench cell of CELLS (";"-
 # separated bench.py arguments; "fp8:<args>" runs bench_fp8.py) on both builds in turn, twice; prints
 # kernel, shape, causal, TFLOPS.
-# Writes to $OUT.
+# SKIP_BUILD=1 reuses the builds of an earlier call, BUILD_ONLY=1 stops after them. Writes to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
 export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=${FFPA_FAMILIES:-ffpa_l1} FFPA_ACCS=fp32 FFPA_EXPECT_EXTENSION=1
 export FFPA_HEAD_DIMS=${FFPA_HEAD_DIMS:-512} FFPA_DTYPES=${FFPA_DTYPES:-bf16}
-rm -rf /tmp/ab_old && mkdir -p /tmp/ab_old && tar -xf ab_old.tar -C /tmp/ab_old || exit 1
-(cd /tmp/ab_old && python3 setup.py build_ext --inplace > "$OUT/build_old.log" 2>&1 || echo "old build failed") &
-python3 setup.py build_ext --inplace > "$OUT/build_new.log" 2>&1 || { tail -30 "$OUT/build_new.log"; exit 1; }
-wait
+if [ "${SKIP_BUILD:-0}" != 1 ]; then  # SKIP_BUILD=1: both builds are there from an earlier call
+  rm -rf /tmp/ab_old && mkdir -p /tmp/ab_old && tar -xf ab_old.tar -C /tmp/ab_old || exit 1
+  (cd /tmp/ab_old && python3 setup.py build_ext --inplace > "$OUT/build_old.log" 2>&1 || echo "old build failed") &
+  python3 setup.py build_ext --inplace > "$OUT/build_new.log" 2>&1 || { tail -30 "$OUT/build_new.log"; exit 1; }
+  wait
+fi
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   (cd tests && PYTHONPATH=$PWD/.. timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider ${TESTS:-test_ffpa_gpu.py} \
      > "$OUT/pytest.log" 2>&1; echo "tests rc $?: $(tail -1 "$OUT/pytest.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20)

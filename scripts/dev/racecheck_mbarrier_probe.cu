@@ -1,6 +1,6 @@
-// Which mbarrier hand-offs of an item index does compute-sanitizer's racecheck accept? (Session 30, for
-// scripts/dev/fa2_ws_item_via_q_barrier.patch: racecheck flagged the index's reads against its next
-// write when every consumer lane read it; the patch now reads it in lane 0.) Warp 0 (lane 0) writes a
+// Which mbarrier hand-offs of an item index does compute-sanitizer's racecheck accept? (Sessions 30-31, for
+// the FA-2 kernel's item hand-off through Q's full barrier. Answer on an H200: modes 1 and 3 report 4
+// hazards a site, modes 2 and 4 none; the kernel reads the index in lane 0, docs/hopper_profile.md.) Warp 0 (lane 0) writes a
 // shared word, warps 1 and 2 (the consumers) read it, six items, one slot:
 //   producer:  wait empty (parity ^ 1) -> write the word -> complete full    (FULL below)
 //   consumers: wait full -> read the word -> __syncwarp -> lane 0 arrives on empty (count 2)

@@ -10,7 +10,7 @@
 // together share K/V of few heads in L2. The block is 3 warpgroups (4 at D <= 64):
 //
 //   warpgroup 0, producer (24 registers): one warp walks the slots and announces each item to the
-//     consumers (write_item: a shared word, one named barrier); one lane issues TMA loads -- each
+//     consumers with its Q (write_item: a shared word that Q's full barrier releases); one lane issues TMA loads -- each
 //     item's first K/V tile, its Q, then K_j and V_j of the other key tiles the item sees (causal
 //     cut, block-map skip) -- through a one-slot Q ring and two stage rings (tile/stage_ring.cuh), K's and V's,
 //     so S = Q K_j^T may start before V_j has landed. The next item's first tile loads under this
@@ -122,18 +122,15 @@ struct Fa2FwdWs {
   static constexpr int kProducerRegs = Plan::kProducerRegs;
   static constexpr int kConsumerRegs = Plan::kConsumerRegs;
   static constexpr uint32_t kConsumerWarps = 4 * kConsumers;  // arrivals that release a stage
-  // Named barriers: 1 + c is consumer c's ping-pong turn, 1 + kConsumers + c its own warpgroup's,
-  // then the item hand-off's (write_item): the producer warp and the consumers.
-  static constexpr uint32_t kItemBarrier = 1 + 2 * kConsumers;
-  static constexpr uint32_t kItemThreads = 32 + 128 * kConsumers;
-  static_assert(kItemBarrier <= 15, "named barriers 1..15");
+  // Named barriers: 1 + c is consumer c's ping-pong turn, 1 + kConsumers + c its own warpgroup's.
+  static_assert(2 * kConsumers <= 15, "named barriers 1..15");
   static constexpr uint32_t kTurnThreads = 256;  // the warpgroup taking its turn + the one passing it
 
   struct Smem {
     uint32_t q, k, v;
     QRing ring_q;
     Ring ring_k, ring_v;
-    uint32_t item;  // two words: item n's index (Walk::t()) in word n % 2, or -1: none left (write_item)
+    uint32_t item;  // the index (Walk::t()) of the item whose Q is in Q's slot, or -1: none left (write_item)
   };
 
   static __device__ __forceinline__ Smem layout(char* smem_raw) {
@@ -235,10 +232,8 @@ struct Fa2FwdWs {
     const int group = p.heads_q / p.heads_kv;
     typename QRing::State sq;
     typename Ring::State st;
-    int n = 0;  // items announced
-    for (Walk wk; wk.valid(p, m_blocks); wk.advance(p, m_blocks), sq.advance(), ++n) {
+    for (Walk wk; wk.valid(p, m_blocks); wk.advance(p, m_blocks), sq.advance()) {
       const int t = wk.t(p, m_blocks);
-      write_item(s, n, t, leader);
       const Item w = item(p, t, m_blocks);
       const int head_kv = w.head / group;
       int j = next_tile(w.codes, 0, w.n_end);
@@ -253,34 +248,29 @@ struct Fa2FwdWs {
       }
       s.ring_q.producer_acquire(sq);
       if (leader) {
+        write_item(s, t);
         s.ring_q.producer_expect(sq, Plan::kQBytes);
         load<QTile>(s.q, &maps.q, s.ring_q.full(0), w.m0, w.head, w.batch);
       }
-      meet_consumers();  // the consumers start item n
       for (; j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end), st.advance())
         load_kv(maps, s, st, j, head_kv, w.batch, leader);
     }
-    write_item(s, n, -1, leader);  // no more items
-    meet_consumers();
+    s.ring_q.producer_acquire(sq);  // no more items: -1 in the word, Q's slot full without bytes
+    if (leader) {
+      write_item(s, -1);
+      ptx::mbarrier_arrive(s.ring_q.full(0));
+    }
   }
 
-  // The item hand-off: the producer writes item n's index in word n % 2, then meets the consumers at
-  // one named barrier (bar.sync on both sides) once it has issued the item's Q; the consumers read
-  // the word after it. Word n % 2 is written again for item n + 2 only after the meeting of item
-  // n + 1, which the consumers pass only once they have read item n: two words, no second barrier.
-  // The meeting costs the consumers nothing (they wait for Q anyway) and lets the producer on once
-  // the last of them has finished the previous item, about when its last K/V slot frees. (One word
-  // handed off by bar.arrive "written" / "read" is race-free too, but racecheck reports a chain of
-  // such hand-offs as races: scripts/dev/racecheck_arrive_probe.cu.)
-  static __device__ __forceinline__ void write_item(const Smem& s, int n, int t, bool leader) {
-    if (leader) asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(s.item + 4u * (n & 1)), "r"(t) : "memory");
-  }
-  // The producer and the consumers reach this barrier from different instructions: barrier.sync,
-  // not the aligned bar.sync (synccheck flagged that at D = 32). The warp reconverges first (its
-  // leader lane issued alone before).
-  static __device__ __forceinline__ void meet_consumers() {
-    __syncwarp();
-    ptx::named_barrier_sync_unaligned(kItemBarrier, kItemThreads);
+  // The item hand-off: the producer's leader lane writes the item's index once Q's slot is free (every
+  // consumer has read the previous index: they read it before they release the slot), then arrives on
+  // Q's full barrier (a release); a consumer waits on that barrier (an acquire) for the item's Q and
+  // reads the index after it. No barrier across the consumers: each starts its next item when it has
+  // finished this one, so the ping-pong's offset between them carries over item boundaries (before,
+  // a named barrier of the producer warp and all consumers met at every item: the first consumer
+  // waited there for the other's last P V and epilogue).
+  static __device__ __forceinline__ void write_item(const Smem& s, int t) {
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(s.item), "r"(t) : "memory");
   }
 
   static __device__ __forceinline__ void load_kv(const Fa2TmaMaps& maps, const Smem& s, const typename Ring::State& st,
@@ -427,7 +417,6 @@ struct Fa2FwdWs {
   struct Reader {
     typename QRing::State sq;
     typename Ring::State sk, sv;
-    int n = 0;  // items read (the producer's word n % 2 holds the next)
   };
 
   static __device__ __forceinline__ void release_q(const Smem& sm, Reader& rd, int lane) {
@@ -438,12 +427,15 @@ struct Fa2FwdWs {
 
   // The next item the producer announced, on consumer warpgroup c; false: there is none.
   static __device__ __forceinline__ bool consume(const FwdParams& p, const Smem& sm, int m_blocks, int c, Reader& rd) {
-    ptx::named_barrier_sync_unaligned(kItemBarrier, kItemThreads);  // meet_consumers()
-    int t;
-    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(t) : "r"(sm.item + 4u * (rd.n & 1)) : "memory");
-    ++rd.n;
+    sm.ring_q.consumer_wait(rd.sq);  // the item's Q and its index (write_item)
+    // Lane 0 reads the index for its warp: the lane that later releases Q's slot (release_q), so the
+    // read is ordered before the producer's next write by that lane's own arrival. (Read by every
+    // lane, racecheck reported the other lanes' reads against the next write: it does not carry their
+    // order through the __syncwarp before lane 0's arrival; session 30, D = 320 / 384.)
+    int t = 0;
+    if (threadIdx.x % 32 == 0) asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(t) : "r"(sm.item) : "memory");
+    t = __shfl_sync(0xffffffffu, t, 0);
     if (t < 0) return false;
-    sm.ring_q.consumer_wait(rd.sq);
     const Item w = item(p, t, m_blocks);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;  // first query row of this warp's accumulators
