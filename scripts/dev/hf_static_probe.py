@@ -2,7 +2,8 @@
 compiles the step; a key-padding mask every step), plain SDPA vs sdpa_patched(): time per token (interleaved
 rounds, as the bench; and attn_implementation="ffpa", the bench's third mode), whether the step replays a CUDA graph, and the GPU time per generated token by kernel
 (the profiler over a 17-token generate, its prefill subtracted by a 1-token one); CPU=1: the host's self
-time per generated token by op as well."""
+time per generated token by op as well; OLD_LOOKUP=1: a fourth mode, session 30's registry lookup
+(ffpa_registry_scan)."""
 import collections
 import contextlib
 import os
@@ -34,6 +35,42 @@ def ffpa_backend():  # attn_implementation="ffpa": the K/V heads are not repeate
 
 
 CTX = {"sdpa": None, "ffpa": ffpa_attn.sdpa_patched, "ffpa_backend": ffpa_backend}
+
+
+@contextlib.contextmanager
+def ffpa_registry_scan():
+    """sdpa_patched() with session 30's registry lookup (under dynamo it compared the registry tuple with
+    the index's and scanned it, so every field of every entry became a guard): OLD_LOOKUP=1, an A/B of
+    session 31's fix in one process."""
+    from ffpa_attn import _ops, _spec
+    new_lookup = _ops.kernel_families
+
+    def old_lookup(op, E, Ev, dtype=None, acc="auto", level=None, cc=None):
+        want_acc = "fp32" if acc == "auto" else acc
+        index = _ops._INDEX if not torch.compiler.is_compiling() or _ops._INDEX_OF is _ops._REGISTRY else None
+        found = set()
+        for dt in ((dtype,) if dtype is not None else _spec.B16_TORCH):
+            if index is not None:
+                lines = index.get((op, E, Ev, dt, want_acc), ())
+            else:
+                lines = tuple((fam, arch, lv) for (o, fam, arch, d, a, e, ev, lv) in _ops._REGISTRY
+                              if (o, e, ev, d, a) == (op, E, Ev, dt, want_acc))
+            for fam, arch, lv in lines:
+                if (level is None or lv == level) and (cc is None or _spec.arch_runs(arch, cc)):
+                    found.add(fam)
+        return tuple(f for f in _ops.ALL_FAMILIES if f in found)
+
+    _ops._INDEX_OF = _ops._REGISTRY  # as session 30 set it (_index() at import)
+    _ops.kernel_families = old_lookup
+    try:
+        with ffpa_attn.sdpa_patched():
+            yield
+    finally:
+        _ops.kernel_families = new_lookup
+
+
+if os.environ.get("OLD_LOOKUP", "0") == "1":
+    CTX["ffpa_registry_scan"] = ffpa_registry_scan
 
 
 def gen(n):
