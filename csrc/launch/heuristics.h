@@ -122,7 +122,13 @@ cudaError_t opt_in_smem(Kernel kernel, int bytes, bool (&done)[64]) {
 // the count without the term) 0.87x, 12 0.90x, 18 and 24 0.91x, 36 0.87x; the term picks 18. The
 // contiguous cache of the same shape: 6 0.97x, 12 0.97x, 18 0.96x, 24 0.94x (docs/tuning_decode.md).
 // Only the mma.sync split kernel takes it: the narrow MLA kernel ran slower with more splits there
-// (B=16 S=16384 16/1 varlen: 8 splits 0.70x, 16 0.68x, 24 0.65x).
+// (B=16 S=16384 16/1 varlen: 8 splits 0.70x, 16 0.68x, 24 0.65x). And only where one split leaves
+// the grid within one wave (base_blocks < slots): past a wave the blocks take their sequences longest
+// first (kernels/decode_grid.cuh), which fills the tail itself, and the term's extra splits cost
+// partials and a merge. Session 31, forced counts interleaved on an H200 (bf16, lengths in [S/2, S],
+// scripts/dev/decode_splits_ab.py, us; the term's count / one split): B=64 S=8192 32/8 D = 128 367.9
+// (2) / 358.0, D = 64 240.0 (2) / 227.1, D = 256 705.8 (2) / 695.8; within a wave the term still
+// pays: B=32 S=8192 D = 256 364.8 (3) against 390.6, B=16 S=8192 D = 128 97.9 against 154.4.
 //
 // Short key ranges once every SM has a block run unsplit (kDecodeShortRangeTiles): there the kernel is
 // bound by DRAM, not by blocks in flight, so splits moved no more bytes per microsecond and added the
@@ -143,7 +149,7 @@ inline double decode_time_model(int64_t base_blocks, int key_tiles, int64_t slot
   const int64_t full = blocks / slots, rest = blocks % slots;
   const double sat = kDecodeSaturation * static_cast<double>(slots);
   double cost = static_cast<double>(full * slots) + (rest > 0 ? (rest > sat ? static_cast<double>(rest) : sat) : 0.0);
-  if (varlen) cost += kDecodeVarlenTail * static_cast<double>(slots);
+  if (varlen && base_blocks < slots) cost += kDecodeVarlenTail * static_cast<double>(slots);
   return (static_cast<double>(key_tiles) / s + kDecodeBlockOverheadTiles) * cost;
 }
 inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen = false,

@@ -4,7 +4,8 @@ each kernel's device time by the torch profiler (mean over the calls), so the sp
 merge and the gap between them can be told apart. Args: shapes as BxSxHqxHkvxD[xDv]; env SPLITS
 forces ffpa's split count; NO_PEER=1 times ffpa alone; VARLEN=1 gives ffpa per-sequence lengths drawn
 as bench_decode.py draws them ([S/2, S], seeded by B x S; no peer then), ORDERS="launch balanced" times
-ffpa under each of those set_decode_order modes."""
+ffpa under each of those set_decode_order modes; TIMELINE=1 adds one call's kernels on the host's clock
+(the GPU idle after the flush: host time shows as the first kernel's start)."""
 import os
 import statistics
 import sys
@@ -52,6 +53,27 @@ def kernels_us(fn, n=10):
     return acc
 
 
+def timeline(fn):
+    """One call after a flush, as the profiler saw it: each GPU activity's start and end (us) from the
+    end of the flush's last kernel, and the host's ffpa / op ranges on the same clock."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            flush()
+            torch.cuda.synchronize()
+            with torch.profiler.record_function("call"):
+                fn()
+            torch.cuda.synchronize()
+    evs = sorted((e for e in prof.events() if e.time_range.end > e.time_range.start), key=lambda e: e.time_range.start)
+    calls = [e for e in evs if e.name == "call"]
+    last = calls[-1]
+    gpu = [e for e in evs if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.start >= last.time_range.start]
+    t0 = last.time_range.start
+    rows = [f"host call {0:.1f}..{last.time_range.end - t0:.1f}"]
+    rows += [f"{e.name[:50]} {e.time_range.start - t0:.1f}..{e.time_range.end - t0:.1f}" for e in gpu]
+    return "; ".join(rows)
+
+
 for shape in sys.argv[1:]:
     dims = [int(x) for x in shape.split("x")]
     B, S, Hq, Hkv, D = dims[:5]
@@ -91,3 +113,5 @@ for shape in sys.argv[1:]:
         parts = "; ".join(f"{n_} {t:.1f}" for n_, t in sorted(ks_.items(), key=lambda x: -x[1]))
         print(f"  {name:14s} call {us:7.1f} us ({nbytes / us / 1e3:.0f} GB/s); kernels {tot:7.1f} us "
               f"({nbytes / tot / 1e3:.0f} GB/s): {parts}", flush=True)
+        if os.environ.get("TIMELINE") == "1":
+            print(f"    timeline (us from the call's start on the host): {timeline(fn)}", flush=True)
