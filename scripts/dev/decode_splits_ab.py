@@ -1,9 +1,10 @@
-"""Development probe: one decode shape at several forced split counts (and auto), timed interleaved in
-one process (CUDA events, L2 flushed by a read before every call, medians of ROUNDS rounds of ITERS
-calls each). Args: shapes as BxSxHqxHkvxD[xDv]; env SPLITS="0 1 2" (0 = auto), VARLEN=1 draws
-per-sequence lengths as bench_decode.py does ([S/2, S], seeded by B x S), DTYPE=bf16|fp16."""
+"""Development probe: one decode shape at several forced split counts (and auto), timed by the bench's
+interleaved timer in one process (bench_timing.time_interleaved: L2 flushed by a read before every call,
+medians). Args: shapes as BxSxHqxHkvxD[xDv]; env SPLITS="0 1 2" (0 = auto), VARLEN=1 draws per-sequence
+lengths as bench_decode.py does ([S/2, S], seeded by B x S), DTYPE=bf16|fp16, ITERS_MS (default 300).
+(Session 31's figures in docs/tuning_decode.md came from its first form: rounds of 10 calls in a fixed
+order, medians; the same CUDA events and flush.)"""
 import os
-import statistics
 import sys
 
 import torch
@@ -11,27 +12,13 @@ import torch
 import ffpa_attn
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from bench_timing import l2_flusher  # noqa: E402
+from bench_timing import l2_flusher, time_interleaved  # noqa: E402
 
 flush = l2_flusher()
 counts = [int(x) for x in os.environ.get("SPLITS", "0 1 2").split()]
-rounds, iters = int(os.environ.get("ROUNDS", "5")), int(os.environ.get("ITERS", "10"))
+iters_ms = float(os.environ.get("ITERS_MS", "300"))
 dtype = torch.float16 if os.environ.get("DTYPE") == "fp16" else torch.bfloat16
 varlen = os.environ.get("VARLEN") == "1"
-
-
-def time_us(fn):
-    ts = []
-    for _ in range(iters):
-        flush()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(ts)
-
 
 for shape in sys.argv[1:]:
     dims = [int(x) for x in shape.split("x")]
@@ -47,12 +34,6 @@ for shape in sys.argv[1:]:
         seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
         nbytes = nbytes * sum(lens) // (B * S)
     fns = {c: (lambda c=c: ffpa_attn.decode(q, k, v, cache_seqlens=seqlens, num_splits=c or None)) for c in counts}
-    for fn in fns.values():
-        fn()
-    got = {c: [] for c in counts}
-    for _ in range(rounds):
-        for c, fn in fns.items():
-            got[c].append(time_us(fn))
-    cells = ", ".join(f"{'auto' if c == 0 else c}: {statistics.median(t):.1f} us "
-                      f"({nbytes / statistics.median(t) / 1e3:.0f} GB/s)" for c, t in got.items())
+    got = dict(zip(counts, (1e3 * t for t in time_interleaved(list(fns.values()), 30, iters_ms, flush))))
+    cells = ", ".join(f"{'auto' if c == 0 else c}: {t:.1f} us ({nbytes / t / 1e3:.0f} GB/s)" for c, t in got.items())
     print(f"{shape}{' varlen' if varlen else ''} ({nbytes / 2**20:.0f} MiB): {cells}", flush=True)
