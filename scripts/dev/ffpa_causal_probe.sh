@@ -9,7 +9,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
 N=${N:-8192}
-export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=ffpa_l1 FFPA_DTYPES=bf16 FFPA_ACCS=fp32 FFPA_HEAD_DIMS=${PROBE_DIMS:-512}
+# Head dims above 1024 build L1's Hopper kernel only beside L3 (its fallback there).
+FAMILIES=ffpa_l1; for d in $(echo "${PROBE_DIMS:-512}" | tr ',' ' '); do [ "$d" -gt 1024 ] && FAMILIES=ffpa_l1,ffpa_l3; done
+export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=$FAMILIES FFPA_DTYPES=bf16 FFPA_ACCS=fp32 FFPA_HEAD_DIMS=${PROBE_DIMS:-512}
 export FFPA_EXPECT_EXTENSION=1 PYTHONUNBUFFERED=1
 t0=$(date +%s)
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
