@@ -223,6 +223,13 @@ def kernels_launched(fn):
     return {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
 
 
+def template_bools(name, template, count):
+    """The last `count` arguments of class template `template` in a demangled kernel name, as bools (the
+    demangler writes true or (bool)1): e.g. FfpaWsTraits<elem, D, Dv, pair, share K> -> (pair, share K)."""
+    args = name.split(template + "<", 1)[1].split(">", 1)[0].split(",")
+    return tuple(a.strip() in ("true", "(bool)1") for a in args[-count:])
+
+
 @contextlib.contextmanager
 def process_mode(name, mode):
     """ffpa_attn._C.set_<name>(mode) (a process-wide mode: decode_merge, fp8_v_transpose, fa2_mma) for the

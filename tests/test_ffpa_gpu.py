@@ -23,6 +23,7 @@ from _reference import (
     reference,
     rising_then_jumping_keys,
     sdpa_low_precision,
+    template_bools,
 )
 
 HAS_GPU = cuda_available  # a CUDA device of sm_80+ and the extension (tests/conftest.py)
@@ -311,10 +312,9 @@ def local_bytes_allowed(info, dv):
 
 
 def ws_traits_flags(name):
-    """The two bool arguments of FfpaWsTraits in a demangled kernel name: (cluster pair of column groups,
-    cluster pair of query blocks sharing K loads)."""
-    args = name.split("FfpaWsTraits<", 1)[1].split(">", 1)[0].split(",")
-    return tuple(a.strip() in ("true", "(bool)1") for a in args[-2:])
+    """FfpaWsTraits' two bools in a demangled kernel name: (cluster pair of column groups, cluster pair of
+    query blocks sharing K loads)."""
+    return template_bools(name, "FfpaWsTraits", 2)
 
 
 HOPPER_L1 = bool(HAS_GPU and torch.cuda.get_device_capability() == (9, 0) and "90a" in _INFO.get("archs", [])

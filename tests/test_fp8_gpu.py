@@ -16,7 +16,7 @@ import torch
 
 import ffpa_attn
 from conftest import cuda_available
-from _reference import MASK_KINDS, kernels_launched, make_mask, poison_allocator, reference
+from _reference import MASK_KINDS, kernels_launched, make_mask, poison_allocator, reference, template_bools
 
 pytestmark = [pytest.mark.gpu, pytest.mark.requires_cuda]
 _INFO = ffpa_attn.build_info() if cuda_available else {}
@@ -73,9 +73,8 @@ def _check_fp8_kernel(B, Hq, Hkv, L, S, D, causal, align, kind, out_dtype, seed,
     out, lse = got["res"]
     kernel = "fa2_fwd_fp8_kernel" if D <= 256 else "ffpa_fwd_fp8_kernel"
     assert any(kernel in n for n in names), names
-    if shares_k is not None:  # FfpaWsFp8Traits<out, D, share K>: the last argument, true / (bool)1
-        flags = [n.split("FfpaWsFp8Traits<", 1)[1].split(">", 1)[0].split(",")[-1].strip() in ("true", "(bool)1")
-                 for n in names if kernel in n]
+    if shares_k is not None:  # FfpaWsFp8Traits<out, D, share K>
+        flags = [template_bools(n, "FfpaWsFp8Traits", 1)[0] for n in names if kernel in n]
         assert flags == [shares_k], names
     assert out.dtype == out_dtype and out.shape == (B, Hq, L, D)
     want, want_lse = reference(_deq(q8, _as_float(dq, qd)), _deq(k8, _as_float(dk, kd)), _deq(v8, _as_float(dv, vd)),
