@@ -28,6 +28,7 @@
 #include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/ptx/math.cuh"
 #include "ffpa/tile/numeric.cuh"
+#include "ffpa/tile/static_for.cuh"
 #include "ffpa/traits/decode_traits.h"
 
 namespace ffpa::kernels {
@@ -112,13 +113,15 @@ struct DecodeFwd {
     }
   }
 
-  // Where this thread's rows of a KV tile live: the page (the batch for a contiguous cache) and the
-  // row inside it, one pair per load pass. Computed once per tile; with a page table, the page
-  // indices of the next tile are read one tile ahead, so the table's latency hides behind loads.
+  // Where this thread's rows of a KV tile live: a source pointer per load pass (its 16 bytes of chunk 0
+  // of the row, the page's for a paged cache, the batch's otherwise), set once per tile. A contiguous
+  // cache's full tiles after the first step them by kBlockN rows (two adds a pointer); the first tile, the
+  // last (partial) one and every paged tile compute them, with the page indices of the next tile read
+  // one tile ahead so the table's latency hides behind loads.
   struct Rows {
-    int64_t k_off[kLoadPasses];  // element offset of this thread's row of the tile in K (page and row strides)
-    int64_t v_off[kLoadPasses];  // the same in V (unused with shared K/V)
-    bool valid[kLoadPasses];     // the row is a key of the block's range
+    const Element* k_src[kLoadPasses];  // this thread's row of the tile in K (keys past the range: the last key's)
+    const Element* v_src[kLoadPasses];  // the same in V (unused with shared K/V)
+    bool valid[kLoadPasses];            // the row is a key of the block's range
     int next_page[kLoadPasses];
   };
 
@@ -138,9 +141,23 @@ struct DecodeFwd {
   }
 
   static __device__ __forceinline__ void enter_tile(const DecodeParams& p, const Work& w, int tile, int tid, Rows& rows) {
+    const int key0 = w.n_begin + tile * kBlockN;
+    if (p.block_table == nullptr && tile > 0 && key0 + kBlockN <= w.n_end) {
+      // A full tile after a full one (only the last tile is partial): kBlockN rows on.
+#pragma unroll
+      for (int pass = 0; pass < kLoadPasses; ++pass) {
+        rows.k_src[pass] += kBlockN * p.k_row_stride;
+        if constexpr (!kSharedKV) rows.v_src[pass] += kBlockN * p.v_row_stride;
+        rows.valid[pass] = true;
+      }
+      return;
+    }
+    const int u8 = tid % kUnitsPerRow * 8;
+    const Element* k = static_cast<const Element*>(p.k) + w.head_kv * p.k_head_stride + u8;
+    const Element* v = static_cast<const Element*>(p.v) + w.head_kv * p.v_head_stride + u8;
 #pragma unroll
     for (int pass = 0; pass < kLoadPasses; ++pass) {
-      const int key_raw = w.n_begin + tile * kBlockN + load_row(pass, tid);
+      const int key_raw = key0 + load_row(pass, tid);
       const int key = min(key_raw, w.n_end - 1);
       int page, row;
       if (p.block_table != nullptr) {
@@ -151,42 +168,58 @@ struct DecodeFwd {
         row = key;
       }
       rows.valid[pass] = key_raw < w.n_end;
-      rows.k_off[pass] = page * p.k_batch_stride + row * p.k_row_stride;
-      if constexpr (!kSharedKV) rows.v_off[pass] = page * p.v_batch_stride + row * p.v_row_stride;
+      rows.k_src[pass] = k + page * p.k_batch_stride + row * p.k_row_stride;
+      if constexpr (!kSharedKV) rows.v_src[pass] = v + page * p.v_batch_stride + row * p.v_row_stride;
     }
     if (p.block_table != nullptr) lookup(p, w, tile + 1, tid, rows.next_page);
   }
 
-  // Ring load i: KV tile i / kChunksPerTile of the block's keys, chunk i % kChunksPerTile (the K
-  // chunks, then the V chunks), into slot i % kStages; keys past n_end are zero-filled, not read.
-  // Always commits a group (empty past the end) so the wait counts stay uniform.
-  static __device__ __forceinline__ void issue(const DecodeParams& p, const Work& w, uint32_t ring, int i, int n_chunks,
+  // Ring load of chunk kC (the K chunks, then the V chunks) of KV tile `tile` into `slot`, when `live`
+  // (a load of the block's range); keys past n_end are zero-filled, not read. Always commits a group
+  // (empty past the end) so the wait counts stay uniform. The chunk is a compile-time constant at
+  // every call, so its column offset folds into the loads' immediates.
+  template <int kC>
+  static __device__ __forceinline__ void issue(const DecodeParams& p, const Work& w, uint32_t slot, int tile, bool live,
                                                int tid, Rows& rows) {
-    if (i < n_chunks) {
-      const int tile = i / kChunksPerTile, c = i % kChunksPerTile;
-      if (c == 0) enter_tile(p, w, tile, tid, rows);
-      const bool is_k = c < kKChunks;
-      const int col0 = (is_k ? c : c - kKChunks) * kChunk;
+    if (live) {
+      if constexpr (kC == 0) enter_tile(p, w, tile, tid, rows);
+      constexpr bool kIsK = kC < kKChunks;
+      constexpr int kCol0 = (kIsK ? kC : kC - kKChunks) * kChunk;
       const int u = tid % kUnitsPerRow;
-      const Element* base = static_cast<const Element*>(is_k ? p.k : p.v) + w.head_kv * (is_k ? p.k_head_stride : p.v_head_stride) +
-                            col0 + u * 8;
-      const uint32_t slot = ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes);
 #pragma unroll
       for (int pass = 0; pass < kLoadPasses; ++pass) {
-        const int64_t off = kSharedKV || is_k ? rows.k_off[pass] : rows.v_off[pass];
-        ptx::cp_async_cg_16(slot + KvTile::unit_offset(load_row(pass, tid), u), base + off, rows.valid[pass]);
+        const Element* src = (kSharedKV || kIsK ? rows.k_src[pass] : rows.v_src[pass]) + kCol0;
+        ptx::cp_async_cg_16(slot + KvTile::unit_offset(load_row(pass, tid), u), src, rows.valid[pass]);
       }
     }
     ptx::cp_async_commit_group();
   }
 
-  // One ring step: slot i has landed for every thread, and slot (i - 1) % kStages is free again,
-  // so the load kStages - 1 ahead goes into it.
-  static __device__ __forceinline__ uint32_t ring_step(const DecodeParams& p, const Work& w, uint32_t ring, int i,
+  // Ring load i (tile i / kChunksPerTile, chunk i % kChunksPerTile) into slot i % kStages, the chunk
+  // known only at run time (the prologue's loads).
+  template <int kC = 0>
+  static __device__ __forceinline__ void issue_at(const DecodeParams& p, const Work& w, uint32_t ring, int i, int n_chunks,
+                                                  int tid, Rows& rows) {
+    if constexpr (kC + 1 < kChunksPerTile) {
+      if (i % kChunksPerTile != kC) {
+        issue_at<kC + 1>(p, w, ring, i, n_chunks, tid, rows);
+        return;
+      }
+    }
+    issue<kC>(p, w, ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes), i / kChunksPerTile, i < n_chunks, tid, rows);
+  }
+
+  // One ring step: slot i (chunk kC of tile t) has landed for every thread, and slot (i - 1) % kStages
+  // is free again, so the load kStages - 1 ahead goes into it.
+  template <int kC>
+  static __device__ __forceinline__ uint32_t ring_step(const DecodeParams& p, const Work& w, uint32_t ring, int t, int i,
                                                        int n_chunks, int tid, Rows& rows) {
     ptx::cp_async_wait_group<kStages - 2>();
     __syncthreads();
-    issue(p, w, ring, i + kStages - 1, n_chunks, tid, rows);
+    constexpr int kAhead = kC + kStages - 1;  // the load's index relative to this tile's chunk 0
+    const int j = i + kStages - 1;
+    issue<kAhead % kChunksPerTile>(p, w, ring + static_cast<uint32_t>((j % kStages) * KvTile::kBytes),
+                                   t + kAhead / kChunksPerTile, j < n_chunks, tid, rows);
     return ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes);
   }
 
@@ -323,15 +356,19 @@ struct DecodeFwd {
     for (int r = 0; r < 2; ++r) {
       tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
       tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
-      if (t4 == 0) red_max[warp * kRows + g + 8 * r] = tmax[r];
+      if (t4 == 0) red_max[(g + 8 * r) * kWarps + warp] = tmax[r];  // a row's warps side by side
     }
     __syncthreads();
     float alpha[2], neg_m[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float m = red_max[g + 8 * r];
+      const float4* row_maxes = reinterpret_cast<const float4*>(red_max + (g + 8 * r) * kWarps);
+      float m = -CUDART_INF_F;
 #pragma unroll
-      for (int w = 1; w < kWarps; ++w) m = fmaxf(m, red_max[w * kRows + g + 8 * r]);
+      for (int q = 0; q < kWarps / 4; ++q) {  // 16-byte reads: four warps' maxima each
+        const float4 x = row_maxes[q];
+        m = fmaxf(m, fmaxf(fmaxf(x.x, x.y), fmaxf(x.z, x.w)));
+      }
       alpha[r] = attn::online_update(row_max[r], row_sum[r], m, neg_m[r]);
     }
     if (!__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
@@ -445,20 +482,20 @@ struct DecodeFwd {
     for (int t = 0; t < n_tiles; ++t) {
       float s_part[kQkChains][kSNTiles][4], s_acc[kSNTiles][4], madd[kSNTiles][4];
       TileMask::begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, ahead, madd);
-#pragma unroll
-      for (int c = 0; c < kKChunks; ++c, ++i) {
-        const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);
+      static_for<kKChunks>([&](auto kc) {
+        constexpr int c = decltype(kc)::value;
+        const uint32_t slot = ring_step<c>(p, w, ring, t, i++, n_chunks, tid, rows);
         qk_chunk(q_smem + c * QTile::kBytes, slot, f, s_part);
-      }
+      });
       sum_chains(s_part, s_acc);
       softmax_tile(p, w.n_begin + t * kBlockN, lim, warp, g, t4, red_max, p_smem, s_acc, madd, row_max, row_sum, o_acc);
       uint32_t p_frag[kBlockN / 16][4];
-#pragma unroll
-      for (int c = 0; c < kVChunks; ++c, ++i) {
-        const uint32_t slot = ring_step(p, w, ring, i, n_chunks, tid, rows);  // its barrier also publishes P
-        if (c == 0) load_p(p_smem, f, p_frag);
+      static_for<kVChunks>([&](auto kc) {
+        constexpr int c = decltype(kc)::value;
+        const uint32_t slot = ring_step<kKChunks + c>(p, w, ring, t, i++, n_chunks, tid, rows);  // its barrier also publishes P
+        if constexpr (c == 0) load_p(p_smem, f, p_frag);
         pv_chunk(slot, f, p_frag, o_acc[c]);
-      }
+      });
     }
   }
 
@@ -498,8 +535,11 @@ struct DecodeFwd {
 #pragma unroll
       for (int c = 0; c < kVChunks; ++c) pv_chunk(half + c * KvTile::kBytes, f, p_frag, o_acc[c]);
       __syncthreads();  // every warp is done with this half of the ring
-#pragma unroll
-      for (int c = 0; c < kKChunks; ++c) issue(p, w, ring, (t + kTileBuffers) * kKChunks + c, n_chunks, tid, rows);
+      static_for<kKChunks>([&](auto kc) {
+        constexpr int c = decltype(kc)::value;
+        const int j = (t + kTileBuffers) * kKChunks + c;
+        issue<c>(p, w, ring + static_cast<uint32_t>((j % kStages) * KvTile::kBytes), t + kTileBuffers, j < n_chunks, tid, rows);
+      });
     }
   }
 
@@ -544,7 +584,7 @@ struct DecodeFwd {
     load_q(p, w, q_smem, tid);  // joins the group of ring load 0
     // The ring's first loads: kStages - 1 slots ahead (shared K/V: the first kTileBuffers whole tiles).
 #pragma unroll
-    for (int i = 0; i < (kSharedKV ? kStages : kStages - 1); ++i) issue(p, w, ring, i, n_chunks, tid, rows);
+    for (int i = 0; i < (kSharedKV ? kStages : kStages - 1); ++i) issue_at(p, w, ring, i, n_chunks, tid, rows);
 
     // Per-row key limits (exclusive) of rows g and g + 8: the range end, and bottom-right causal.
     int lim[2];

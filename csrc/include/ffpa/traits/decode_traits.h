@@ -68,6 +68,12 @@ constexpr DecodeTileSpec decode_tile(int head_dim, int head_dim_v, bool shared_k
   }
   if (head_dim <= 192 && t.chunk >= 64) {  // 8 warps, two blocks per SM, a 96 KiB ring (above)
     t.warps = 8;
+    // D = 64: 128-key tiles (each warp 16 keys of S), the per-tile work of a 64-key tile of 128-byte rows
+    // being too little for its barriers and exchanges. Session 32, one H200 (decode_tile_ab.sh, bf16, us,
+    // 64 / 128 keys; SDPA cuDNN beside): B=64 S=8192 32/8 260 / 247 (240), B=8 S=32768 136 / 131 (126),
+    // per-sequence lengths 111 / 101, B=1 S=131072 76 / 73 (71). D = 128 stays at 64 keys (133 against 130
+    // at B=1, the rest within 1%).
+    t.block_n = head_dim == 64 && head_dim_v == 64 ? 128 : 64;
     t.min_blocks = 2;
     t.stages = 96 * 1024 / (t.block_n * t.chunk * 2);
     return t;
@@ -118,6 +124,8 @@ struct DecodeTraits {
   static constexpr int kRingBytes = kStages * KvTile::kBytes;
   static constexpr int kPBytes = PTile::kBytes;
   static constexpr int kRedBytes = 2 * kWarps * kRows * 4;  // per-warp row max and row sum (fp32)
+  static_assert(kWarps % 4 == 0 && (kQBytes + kRingBytes + kPBytes) % 16 == 0,
+                "the row maxima are read four warps (16 bytes) at a time");
   static constexpr int kSmemBytes = kQBytes + kRingBytes + kPBytes + kRedBytes;
 
   static_assert(kHeadDim % kChunk == 0 && kHeadDimV % kChunk == 0, "the chunk must divide both head dims");
