@@ -35,6 +35,8 @@ SHAPES = [
     (8, 32768, 32, 8, 128, 128, 1, False),
     (64, 8192, 32, 8, 128, 128, 1, False),
     (1, 131072, 32, 8, 128, 128, 1, False),
+    (64, 8192, 32, 8, 64, 64, 1, False),  # beyond the list: D = 64, many blocks and one wave
+    (1, 131072, 32, 8, 64, 64, 1, False),
     (32, 8192, 32, 8, 256, 256, 1, False),
     (16, 8192, 64, 8, 512, 512, 1, False),
     (16, 16384, 16, 1, 576, 512, 1, False),
@@ -57,7 +59,7 @@ def parse_shape(spec: str):
 
 def build_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--shapes", type=parse_shape, nargs="+", default=None, help="default: the issue's eight")
+    p.add_argument("--shapes", type=parse_shape, nargs="+", default=None, help="default: the issue's eight and two at D = 64")
     p.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
     p.add_argument("--dtype", nargs="+", choices=["bf16", "fp16"], default=["bf16"])
     p.add_argument("--num-splits", type=int, default=None, help="force the split count (default: auto)")
