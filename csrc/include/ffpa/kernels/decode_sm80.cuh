@@ -21,6 +21,7 @@
 
 #include "ffpa/attn/state.cuh"
 #include "ffpa/kernels/decode_grid.cuh"
+#include "ffpa/kernels/decode_kv_loads.cuh"
 #include "ffpa/kernels/decode_merge.cuh"
 #include "ffpa/kernels/decode_tile_mask.cuh"
 #include "ffpa/params.h"
@@ -55,7 +56,6 @@ struct DecodeFwd {
   static constexpr int kQkChains = Traits::kQkChains;
   static constexpr int kTileBuffers = Traits::kTileBuffers;
   static constexpr int kUnitsPerRow = Traits::kUnitsPerRow;
-  static constexpr int kLoadPasses = Traits::kLoadPasses;
 
   // What one block works on.
   struct Work {
@@ -113,115 +113,9 @@ struct DecodeFwd {
     }
   }
 
-  // Where this thread's rows of a KV tile live: a source pointer per load pass (its 16 bytes of chunk 0
-  // of the row, the page's for a paged cache, the batch's otherwise), set once per tile. A contiguous
-  // cache's full tiles after the first step them by kBlockN rows (two adds a pointer); the first tile, the
-  // last (partial) one and every paged tile compute them, with the page indices of the next tile read
-  // one tile ahead so the table's latency hides behind loads.
-  struct Rows {
-    const Element* k_src[kLoadPasses];  // this thread's row of the tile in K (keys past the range: the last key's)
-    const Element* v_src[kLoadPasses];  // the same in V (unused with shared K/V)
-    bool valid[kLoadPasses];            // the row is a key of the block's range
-    int next_page[kLoadPasses];
-  };
-
-  static __device__ __forceinline__ int load_row(int pass, int tid) {
-    return tid / kUnitsPerRow + pass * (kThreads / kUnitsPerRow);
-  }
-
-  // The table entries of tile `tile` of this thread's rows (keys past the range read the last valid one).
-  static __device__ __forceinline__ void lookup(const DecodeParams& p, const Work& w, int tile, int tid,
-                                                int (&page)[kLoadPasses]) {
-    const int* table = p.block_table + w.batch * p.block_table_stride;
-#pragma unroll
-    for (int pass = 0; pass < kLoadPasses; ++pass) {
-      const int key = min(w.n_begin + tile * kBlockN + load_row(pass, tid), w.n_end - 1);
-      page[pass] = __ldg(table + (p.page_shift >= 0 ? key >> p.page_shift : key / p.page_size));
-    }
-  }
-
-  static __device__ __forceinline__ void enter_tile(const DecodeParams& p, const Work& w, int tile, int tid, Rows& rows) {
-    const int key0 = w.n_begin + tile * kBlockN;
-    if (p.block_table == nullptr && tile > 0 && key0 + kBlockN <= w.n_end) {
-      // A full tile after a full one (only the last tile is partial): kBlockN rows on.
-#pragma unroll
-      for (int pass = 0; pass < kLoadPasses; ++pass) {
-        rows.k_src[pass] += kBlockN * p.k_row_stride;
-        if constexpr (!kSharedKV) rows.v_src[pass] += kBlockN * p.v_row_stride;
-        rows.valid[pass] = true;
-      }
-      return;
-    }
-    const int u8 = tid % kUnitsPerRow * 8;
-    const Element* k = static_cast<const Element*>(p.k) + w.head_kv * p.k_head_stride + u8;
-    const Element* v = static_cast<const Element*>(p.v) + w.head_kv * p.v_head_stride + u8;
-#pragma unroll
-    for (int pass = 0; pass < kLoadPasses; ++pass) {
-      const int key_raw = key0 + load_row(pass, tid);
-      const int key = min(key_raw, w.n_end - 1);
-      int page, row;
-      if (p.block_table != nullptr) {
-        page = rows.next_page[pass];
-        row = p.page_shift >= 0 ? key & (p.page_size - 1) : key % p.page_size;
-      } else {
-        page = w.batch;
-        row = key;
-      }
-      rows.valid[pass] = key_raw < w.n_end;
-      rows.k_src[pass] = k + page * p.k_batch_stride + row * p.k_row_stride;
-      if constexpr (!kSharedKV) rows.v_src[pass] = v + page * p.v_batch_stride + row * p.v_row_stride;
-    }
-    if (p.block_table != nullptr) lookup(p, w, tile + 1, tid, rows.next_page);
-  }
-
-  // Ring load of chunk kC (the K chunks, then the V chunks) of KV tile `tile` into `slot`, when `live`
-  // (a load of the block's range); keys past n_end are zero-filled, not read. Always commits a group
-  // (empty past the end) so the wait counts stay uniform. The chunk is a compile-time constant at
-  // every call, so its column offset folds into the loads' immediates.
-  template <int kC>
-  static __device__ __forceinline__ void issue(const DecodeParams& p, const Work& w, uint32_t slot, int tile, bool live,
-                                               int tid, Rows& rows) {
-    if (live) {
-      if constexpr (kC == 0) enter_tile(p, w, tile, tid, rows);
-      constexpr bool kIsK = kC < kKChunks;
-      constexpr int kCol0 = (kIsK ? kC : kC - kKChunks) * kChunk;
-      const int u = tid % kUnitsPerRow;
-#pragma unroll
-      for (int pass = 0; pass < kLoadPasses; ++pass) {
-        const Element* src = (kSharedKV || kIsK ? rows.k_src[pass] : rows.v_src[pass]) + kCol0;
-        ptx::cp_async_cg_16(slot + KvTile::unit_offset(load_row(pass, tid), u), src, rows.valid[pass]);
-      }
-    }
-    ptx::cp_async_commit_group();
-  }
-
-  // Ring load i (tile i / kChunksPerTile, chunk i % kChunksPerTile) into slot i % kStages, the chunk
-  // known only at run time (the prologue's loads).
-  template <int kC = 0>
-  static __device__ __forceinline__ void issue_at(const DecodeParams& p, const Work& w, uint32_t ring, int i, int n_chunks,
-                                                  int tid, Rows& rows) {
-    if constexpr (kC + 1 < kChunksPerTile) {
-      if (i % kChunksPerTile != kC) {
-        issue_at<kC + 1>(p, w, ring, i, n_chunks, tid, rows);
-        return;
-      }
-    }
-    issue<kC>(p, w, ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes), i / kChunksPerTile, i < n_chunks, tid, rows);
-  }
-
-  // One ring step: slot i (chunk kC of tile t) has landed for every thread, and slot (i - 1) % kStages
-  // is free again, so the load kStages - 1 ahead goes into it.
-  template <int kC>
-  static __device__ __forceinline__ uint32_t ring_step(const DecodeParams& p, const Work& w, uint32_t ring, int t, int i,
-                                                       int n_chunks, int tid, Rows& rows) {
-    ptx::cp_async_wait_group<kStages - 2>();
-    __syncthreads();
-    constexpr int kAhead = kC + kStages - 1;  // the load's index relative to this tile's chunk 0
-    const int j = i + kStages - 1;
-    issue<kAhead % kChunksPerTile>(p, w, ring + static_cast<uint32_t>((j % kStages) * KvTile::kBytes),
-                                   t + kAhead / kChunksPerTile, j < n_chunks, tid, rows);
-    return ring + static_cast<uint32_t>((i % kStages) * KvTile::kBytes);
-  }
+  // The K/V loads: kernels/decode_kv_loads.cuh.
+  using Loads = DecodeKvLoads<Element, Traits, Work>;
+  using Rows = typename Loads::Rows;
 
   // S (16 rows x this warp's keys) += Q chunk x K chunk^T. k-step ks accumulates into chain ks %
   // kQkChains: with two chains the dependent MMA sequence of a wide head dim is half as long.
@@ -484,7 +378,7 @@ struct DecodeFwd {
       TileMask::begin_tile(p, mrows, w.n_begin + t * kBlockN, w.n_end, warp, t4, s_part, ahead, madd);
       static_for<kKChunks>([&](auto kc) {
         constexpr int c = decltype(kc)::value;
-        const uint32_t slot = ring_step<c>(p, w, ring, t, i++, n_chunks, tid, rows);
+        const uint32_t slot = Loads::template ring_step<c>(p, w, ring, t, i++, n_chunks, tid, rows);
         qk_chunk(q_smem + c * QTile::kBytes, slot, f, s_part);
       });
       sum_chains(s_part, s_acc);
@@ -492,7 +386,7 @@ struct DecodeFwd {
       uint32_t p_frag[kBlockN / 16][4];
       static_for<kVChunks>([&](auto kc) {
         constexpr int c = decltype(kc)::value;
-        const uint32_t slot = ring_step<kKChunks + c>(p, w, ring, t, i++, n_chunks, tid, rows);  // its barrier also publishes P
+        const uint32_t slot = Loads::template ring_step<kKChunks + c>(p, w, ring, t, i++, n_chunks, tid, rows);  // its barrier also publishes P
         if constexpr (c == 0) load_p(p_smem, f, p_frag);
         pv_chunk(slot, f, p_frag, o_acc[c]);
       });
@@ -538,7 +432,8 @@ struct DecodeFwd {
       static_for<kKChunks>([&](auto kc) {
         constexpr int c = decltype(kc)::value;
         const int j = (t + kTileBuffers) * kKChunks + c;
-        issue<c>(p, w, ring + static_cast<uint32_t>((j % kStages) * KvTile::kBytes), t + kTileBuffers, j < n_chunks, tid, rows);
+        Loads::template issue<c>(p, w, ring + static_cast<uint32_t>((j % kStages) * KvTile::kBytes), t + kTileBuffers, j < n_chunks,
+                                 tid, rows);
       });
     }
   }
@@ -580,11 +475,11 @@ struct DecodeFwd {
     uint32_t ahead[kSNTiles][4] = {};
     if (p.mask != nullptr) TileMask::load_bits(p, mrows, w.n_begin, w.n_end, warp, t4, ahead);
     Rows rows;
-    if (p.block_table != nullptr) lookup(p, w, 0, tid, rows.next_page);
+    if (p.block_table != nullptr) Loads::lookup(p, w, 0, tid, rows.next_page);
     load_q(p, w, q_smem, tid);  // joins the group of ring load 0
     // The ring's first loads: kStages - 1 slots ahead (shared K/V: the first kTileBuffers whole tiles).
 #pragma unroll
-    for (int i = 0; i < (kSharedKV ? kStages : kStages - 1); ++i) issue_at(p, w, ring, i, n_chunks, tid, rows);
+    for (int i = 0; i < (kSharedKV ? kStages : kStages - 1); ++i) Loads::issue_at(p, w, ring, i, n_chunks, tid, rows);
 
     // Per-row key limits (exclusive) of rows g and g + 8: the range end, and bottom-right causal.
     int lim[2];
