@@ -7,11 +7,12 @@
 // decode_merge_kernel (kernels/decode_merge.cuh) combines them (the merge of attn/state.cuh), or,
 // with merge_counters, the last split block of each row block does (decode_merge_rows).
 //
-// Inside a block the warps (4, or 8 for Dv > 512 and for D = 64 / 128 / 192) split each KV tile (64 keys; 32 with shared K/V)
-// for S = Q K^T (warp w: block_n / warps keys, full head dim) and the output columns for O += P V (warp w: its share of every
-// chunk's columns); the row max and P cross warps through shared memory. K and V stream through one
-// cp.async ring of slots of 64 keys x `chunk` head-dim columns, K chunks then V chunks of a tile,
-// so shared memory is bounded by the chunk and every head dim up to 1024 (and 576/512) runs here.
+// Inside a block the warps (4, or 8 for Dv > 512 and for D = 64 / 128 / 192) split each KV tile (64 keys, 128 at
+// D = 64; 32 with shared K/V) for S = Q K^T (warp w: block_n / warps keys, full head dim) and the output columns
+// for O += P V (warp w: its share of every chunk's columns); the row max and P cross warps through shared
+// memory. K and V stream through one cp.async ring of slots of a key tile x `chunk` head-dim columns, K
+// chunks then V chunks of a tile (the loads: kernels/decode_kv_loads.cuh), so shared memory is bounded by
+// the chunk and every head dim up to 1024 (and 576/512) runs here.
 // With kSharedKV (MLA's single cache: V = the first Dv columns of K) only K is loaded and P V reads
 // V from the K slots of the same tile. Fragment addresses are per-lane offsets computed once; the
 // unrolled k-steps reach theirs through SmemTile::advance.
