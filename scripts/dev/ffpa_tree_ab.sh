@@ -3,8 +3,9 @@
 # git archive -o ab_old.tar <rev> csrc ffpa_attn tools setup.py pyproject.toml). Both built in place
 # (sm_90a, FFPA_FAMILIES / FFPA_HEAD_DIMS / FFPA_DTYPES as given, defaults ffpa_l1 / 512 / bf16), this
 # tree's GPU tests (TESTS, default test_ffpa_gpu.py; SKIP_TESTS=1), then each bench cell of CELLS (";"-
-# separated bench.py arguments; "fp8:<args>" runs bench_fp8.py) on both builds in turn, twice; prints
-# kernel, shape, causal, TFLOPS.
+# separated bench.py arguments; "fp8:<args>" runs bench_fp8.py, "decode:<args>" bench_decode.py, e.g.
+# FFPA_FAMILIES=decode FFPA_HEAD_DIMS=64,128 CELLS="decode:--shapes 64x8192x32x8x128 --layouts contiguous
+# varlen") on both builds in turn, twice; prints kernel, shape, causal, TFLOPS (decode: its own lines).
 # SKIP_BUILD=1 reuses the builds of an earlier call, BUILD_ONLY=1 stops after them. Writes to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,6 +38,11 @@ for r in d.get('results', d.get('rows', [])):
     if r.get('kernel') in ('fp8', 'ffpa_auto', 'fa2'):
         print(r['kernel'], r.get('B'), r.get('H', r.get('Hq')), r.get('N', r.get('L')), r.get('D'), 'causal' if r.get('causal') else 'nc', round(r['tflops'], 1))
 "
+      continue
+    fi
+    if [[ "$c" == decode:* ]]; then  # bench_decode.py's arguments after "decode:"
+      (cd bench && PYTHONPATH=$dir python3 bench_decode.py ${c#decode:} --no-hf --no-latency --iters 40 --out-dir /tmp/ab_d_$t \
+         2>&1 | grep -E "ffpa_decode" | sed 's/; sdpa_flash.*sdpa_cudnn/; cudnn/' | cut -c1-170)
       continue
     fi
     PYTHONPATH=$dir python3 bench/bench.py $c --warmup 5 --iters 25 --json /tmp/ab_$t.json > /tmp/ab_$t.log 2>&1 || tail -5 /tmp/ab_$t.log
