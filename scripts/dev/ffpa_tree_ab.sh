@@ -6,7 +6,9 @@
 # separated bench.py arguments; "fp8:<args>" runs bench_fp8.py, "decode:<args>" bench_decode.py, e.g.
 # FFPA_FAMILIES=decode FFPA_HEAD_DIMS=64,128 CELLS="decode:--shapes 64x8192x32x8x128 --layouts contiguous
 # varlen") on both builds in turn, twice; prints kernel, shape, causal, TFLOPS (decode: its own lines).
-# SKIP_BUILD=1 reuses the builds of an earlier call, BUILD_ONLY=1 stops after them. Writes to $OUT.
+# SKIP_BUILD=1 reuses the builds of an earlier call, BUILD_ONLY=1 stops after them. VARIANTS: more trees timed
+# beside, each a copy of this one with one text replaced, one per line: "name|file|old text|new text" (e.g.
+# "ahead4|csrc/include/ffpa/traits/decode_traits.h|t.l2_ahead = 2;|t.l2_ahead = 4;"). Writes to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
@@ -15,17 +17,36 @@ export FFPA_HEAD_DIMS=${FFPA_HEAD_DIMS:-512} FFPA_DTYPES=${FFPA_DTYPES:-bf16}
 if [ "${SKIP_BUILD:-0}" != 1 ]; then  # SKIP_BUILD=1: both builds are there from an earlier call
   rm -rf /tmp/ab_old && mkdir -p /tmp/ab_old && tar -xf ab_old.tar -C /tmp/ab_old || exit 1
   (cd /tmp/ab_old && python3 setup.py build_ext --inplace > "$OUT/build_old.log" 2>&1 || echo "old build failed") &
+  mapfile -t vspecs <<< "${VARIANTS:-}"
+  for spec in "${vspecs[@]}"; do
+    [ -z "$spec" ] && continue
+    name=${spec%%|*}
+    rm -rf /tmp/ab_v_$name && mkdir -p /tmp/ab_v_$name && cp -r csrc ffpa_attn tools setup.py pyproject.toml /tmp/ab_v_$name/
+    rm -f /tmp/ab_v_$name/ffpa_attn/_C*.so
+    python3 - "$spec" <<'PY' || exit 1
+import sys
+name, path, old, new = sys.argv[1].split("|")
+p = f"/tmp/ab_v_{name}/{path}"
+s = open(p).read()
+assert old in s, f"variant {name}: {old!r} not in {path}"
+open(p, "w").write(s.replace(old, new))
+PY
+    (cd /tmp/ab_v_$name && python3 setup.py build_ext --inplace > "$OUT/build_$name.log" 2>&1 || echo "variant $name build failed") &
+  done
   python3 setup.py build_ext --inplace > "$OUT/build_new.log" 2>&1 || { tail -30 "$OUT/build_new.log"; exit 1; }
   wait
 fi
+VNAMES=""
+mapfile -t vspecs <<< "${VARIANTS:-}"
+for spec in "${vspecs[@]}"; do [ -n "$spec" ] && VNAMES="$VNAMES ${spec%%|*}"; done
 [ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   (cd tests && PYTHONPATH=$PWD/.. timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider ${TESTS:-test_ffpa_gpu.py} \
      > "$OUT/pytest.log" 2>&1; echo "tests rc $?: $(tail -1 "$OUT/pytest.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20)
 fi
 IFS=';' read -ra cells <<< "${CELLS:---B 1 --H 32 --N 8192 --D 512 --causal-both --kernels ffpa_auto}"
-for r in 1 2; do for t in new old; do
-  dir=$PWD; [ $t = old ] && dir=/tmp/ab_old
+for r in 1 2; do for t in new old $VNAMES; do
+  dir=$PWD; [ $t = old ] && dir=/tmp/ab_old; [ $t != old ] && [ $t != new ] && dir=/tmp/ab_v_$t
   echo "== $t round $r"
   for c in "${cells[@]}"; do
     if [[ "$c" == fp8:* ]]; then  # bench_fp8.py's arguments after "fp8:"
