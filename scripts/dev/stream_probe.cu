@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "ffpa/ptx/cp_async.cuh"
@@ -262,7 +263,23 @@ int main(int argc, char** argv) {
     }
    }
   }
-  if (!size_sweep) {
+  // FLUSH=0..3 picks the L2 flush of the timed runs below (default 0, the memset; the bench flushes by a
+  // read, 1). PROBE=stages: only MLA's cache at 1 block an SM, tile rows x stages that fit beside Q
+  // (64 x 2, 56 x 3, 48 x 3, 32 x 6) and 64 x 3 (no Q), 128 blocks (MLA 16/1's grid) and one per SM.
+  if (const char* f = std::getenv("FLUSH")) g_flush_mode = std::atoi(f);
+  const bool stages_only = std::getenv("PROBE") != nullptr && std::string(std::getenv("PROBE")) == "stages";
+  if (stages_only) {
+    for (int delay : {0, 1500, 3000}) {
+      for (int blocks : {128, sms}) {
+        runs.push_back({"mla", {1, mla_rows, 576, 64, 2, blocks, delay}, 1});
+        runs.push_back({"mla", {1, mla_rows, 576, 56, 3, blocks, delay * 56 / 64}, 1});
+        runs.push_back({"mla", {1, mla_rows, 576, 48, 3, blocks, delay * 48 / 64}, 1});
+        runs.push_back({"mla", {1, mla_rows, 576, 64, 3, blocks, delay}, 1});
+        runs.push_back({"mla", {1, mla_rows, 576, 32, 6, blocks, delay / 2}, 1});
+      }
+    }
+  }
+  if (!size_sweep && !stages_only) {
   for (int delay : {0, 1500, 3000, 4500}) {
     runs.push_back({"mla", {1, mla_rows, 576, 64, 2, 128, delay}, 1});
     runs.push_back({"mla", {1, mla_rows, 576, 64, 2, sms, delay}, 1});
