@@ -16,7 +16,8 @@ import torch
 
 import ffpa_attn
 from conftest import cuda_available
-from _reference import MASK_KINDS, kernels_launched, make_mask, poison_allocator, reference, template_bools
+from _reference import (MASK_KINDS, kernels_launched, make_mask, poison_allocator, reference, rising_then_jumping_keys,
+                        template_bools)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.requires_cuda]
 _INFO = ffpa_attn.build_info() if cuda_available else {}
@@ -99,6 +100,27 @@ def test_fp8_kernel_head_dims_dtypes_causal(D, out_dtype, causal, align):
     if D not in _FP8_DIMS:
         pytest.skip(f"FP8 kernel D={D} not compiled")
     _check_fp8_kernel(2, 8, 2, 333, 517, D, causal, align, "per_head", out_dtype, D)
+
+
+@needs_fp8_kernel
+@pytest.mark.parametrize("D", [128, 256, 512])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_fp8_scores_rising_then_jumping(D, causal):
+    """Row maxima that creep up tile after tile within the lazy max's slack (D = 256 and 512 keep the old max:
+    P above 2^kPOffset, up to 2^8) and then jump past it (the max moves, O rescales); D = 128 runs the eager
+    max. Output and LSE as the reference's, P inside e4m3's range (no NaN, the accuracy bar)."""
+    if D not in _FP8_DIMS:
+        pytest.skip(f"FP8 kernel D={D} not compiled")
+    g = torch.Generator(device="cuda").manual_seed(D + 5)
+    q, k, v = (torch.randn(2, h, n, D, device="cuda", generator=g) for h, n in ((4, 300), (2, 1500), (2, 1500)))
+    (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, rising_then_jumping_keys(k), v))
+    poison_allocator(((2, 4, 300, D), torch.bfloat16), ((2, 4, 300), torch.float32))
+    out, lse = ffpa_attn.forward(q8, k8, v8, is_causal=causal, enable_gqa=True, q_descale=qd, k_descale=kd,
+                                 v_descale=vd, return_lse=True, strict=True)
+    want, want_lse = reference(_deq(q8, qd), _deq(k8, kd), _deq(v8, vd), is_causal=causal)
+    assert not torch.isnan(out).any()
+    assert _rel_rmse(out, want) <= 3e-2
+    assert (lse.double() - want_lse).abs().max().item() <= 2e-2
 
 
 @needs_fp8_kernel

@@ -22,9 +22,12 @@
 //     transposers:  wait ring_n full, ring_v empty -> ldmatrix.trans / prmt / stmatrix -> fence.proxy.async
 //                   -> arrive ring_v full (one per warp), arrive ring_n empty (one per warp)
 //     consumers:    as below (they read ring_v's V^T stages either way)
-// * P = 2^(s - m + 8): the probabilities use e4m3's range up to 256 (its largest normal is 448), so
-//   small ones keep their 3 mantissa bits instead of flushing; the row sums carry the same factor
-//   and O / l cancels it (the LSE subtracts it).
+// * P = 2^(s - m + kPOffset) against a lazy row max at D = 256 (attn/state.cuh online_update_lazy: m moves
+//   only when a tile's max passes it by more than kMaxSlack, so most tiles skip O's rescale; slack 0, the
+//   eager max, below), kPOffset + kMaxSlack = 8:
+//   the probabilities use e4m3's range up to 256 (its largest normal is 448), so small ones keep their 3
+//   mantissa bits instead of flushing; the row sums carry the same factor and O / l cancels it (the LSE
+//   subtracts it).
 // * The q and k descales of the item's (batch, head) multiply the softmax scale; v's (times
 //   v_scale) the output in the epilogue.
 // attn_mask through the block map (kernels/mask_block_map.cuh, at this kernel's tile): skipped tiles
@@ -62,9 +65,6 @@ namespace ffpa::attn {
 struct Fp8TmaMaps {
   CUtensorMap q, k, vt, v;
 };
-
-// The exponent offset of P (see the head of this file).
-constexpr float kFp8POffset = 8.f;
 
 template <typename Traits, typename Out>
 struct Fa2FwdFp8 {
@@ -227,7 +227,7 @@ struct Fa2FwdFp8 {
   }
 
   // Online softmax of S_j (base 2): masks boundary tiles, updates the row max and sum, leaves P in s
-  // (fp32, times 2^kFp8POffset) and returns alpha. O and P's registers are not touched (the previous
+  // (fp32, times 2^kPOffset) and returns alpha. O and P's registers are not touched (the previous
   // P V may still read them).
   static __device__ __forceinline__ void softmax(const FwdParams& p, const Item& w, int j, int row0, int g, int t4,
                                                  float scale_log2, float (&s)[kNS][4], float (&row_max)[2],
@@ -257,8 +257,11 @@ struct Fa2FwdFp8 {
     for (int r = 0; r < 2; ++r) {
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      alpha[r] = online_update(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r]);
-      neg_m[r] += kFp8POffset;
+      if constexpr (Traits::kMaxSlack > 0.f)
+        alpha[r] = online_update_lazy(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r], Traits::kMaxSlack);
+      else
+        alpha[r] = online_update(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r]);
+      neg_m[r] += Traits::kPOffset;
     }
     exp2_strip_add_sums(s, sf, neg_m, row_sum);
   }
@@ -361,7 +364,7 @@ struct Fa2FwdFp8 {
       store_acc_row(o_base + static_cast<int64_t>(row) * p.o_row_stride, o, r, inv, t4, row < p.len_q);
       if (row < p.len_q && p.lse != nullptr && t4 == 0)
         p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] =
-            row_lse(row_max[r] - kFp8POffset, l);
+            row_lse(row_max[r] - Traits::kPOffset, l);
     }
   }
 
