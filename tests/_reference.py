@@ -38,13 +38,13 @@ def rand_qkv(B, Hq, Hkv, L, S, D, dtype, seed, layout="bhld", Dv=None, device="c
     return make(Hq, L, D), make(Hkv, S, D), make(Hkv, S, D if Dv is None else Dv)
 
 
-def rising_then_jumping_keys(k):
-    """k with its scores' spread rising along the keys (x1 .. x2.5: each key tile's max a little above the
-    last, within the Hopper kernels' lazy-max slack, so P = exp2(s - m) runs well above 1) and jumping x4 in
-    the last quarter (past the slack: the row max moves and O rescales); attn/state.cuh, online_update_lazy."""
+def rising_then_jumping_keys(k, top=2.5, jump=4.0):
+    """k with its scores' spread rising along the keys (x1 .. x`top`: each key tile's max a little above the
+    last, within the Hopper kernels' lazy-max slack, so P = exp2(s - m) runs well above 1) and jumping x`jump`
+    in the last quarter (past the slack: the row max moves and O rescales); attn/state.cuh, online_update_lazy."""
     S = k.shape[2]
-    ramp = torch.linspace(1.0, 2.5, S, device=k.device, dtype=torch.float32)
-    ramp[3 * S // 4:] *= 4.0
+    ramp = torch.linspace(1.0, top, S, device=k.device, dtype=torch.float32)
+    ramp[3 * S // 4:] *= jump
     return (k.float() * ramp[:, None]).to(k.dtype)
 
 
