@@ -266,8 +266,13 @@ int main(int argc, char** argv) {
   // FLUSH=0..3 picks the L2 flush of the timed runs below (default 0, the memset; the bench flushes by a
   // read, 1). PROBE=stages: only MLA's cache at 1 block an SM, tile rows x stages that fit beside Q
   // (64 x 2, 56 x 3, 48 x 3, 32 x 6) and 64 x 3 (no Q), 128 blocks (MLA 16/1's grid) and one per SM.
+  // PROBE=delay: MLA 16/1's ring (64 x 2, 128 blocks) at consumer delays up to 9000 cycles a tile, to read
+  // off the delay at which the bare stream falls to the narrow kernel's 0.85 (docs/tuning_decode.md, session 33).
   if (const char* f = std::getenv("FLUSH")) g_flush_mode = std::atoi(f);
   const bool stages_only = std::getenv("PROBE") != nullptr && std::string(std::getenv("PROBE")) == "stages";
+  if (std::getenv("PROBE") != nullptr && std::string(std::getenv("PROBE")) == "delay") {
+    for (int delay : {0, 1500, 3000, 4500, 6000, 7500, 9000}) runs.push_back({"mla", {1, mla_rows, 576, 64, 2, 128, delay}, 1});
+  }
   if (stages_only) {
     for (int delay : {0, 1500, 3000}) {
       for (int blocks : {128, sms}) {
@@ -279,7 +284,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (!size_sweep && !stages_only) {
+  if (!size_sweep && !stages_only && std::getenv("PROBE") == nullptr) {
   for (int delay : {0, 1500, 3000, 4500}) {
     runs.push_back({"mla", {1, mla_rows, 576, 64, 2, 128, delay}, 1});
     runs.push_back({"mla", {1, mla_rows, 576, 64, 2, sms, delay}, 1});
