@@ -36,6 +36,7 @@ __device__ __forceinline__ float online_update(float& row_max, float& row_sum, f
 constexpr float kLazyMaxSlack = 8.f;
 __device__ __forceinline__ float online_update_lazy(float& row_max, float& row_sum, float tile_max, float& neg_m,
                                                     float slack = kLazyMaxSlack) {
+  if (slack == 0.f) return online_update(row_max, row_sum, tile_max, neg_m);  // a constant at every call: folded
   const bool move = tile_max > row_max + slack;  // also when row_max is -inf and tile_max is not
   const float alpha = move ? ptx::ex2_approx_ftz(row_max - tile_max) : 1.f;
   if (move) row_max = tile_max;

@@ -257,10 +257,7 @@ struct Fa2FwdFp8 {
     for (int r = 0; r < 2; ++r) {
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      if constexpr (Traits::kMaxSlack > 0.f)
-        alpha[r] = online_update_lazy(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r], Traits::kMaxSlack);
-      else
-        alpha[r] = online_update(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r]);
+      alpha[r] = online_update_lazy(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r], Traits::kMaxSlack);
       neg_m[r] += Traits::kPOffset;
     }
     exp2_strip_add_sums(s, sf, neg_m, row_sum);
