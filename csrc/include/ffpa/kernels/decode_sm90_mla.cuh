@@ -171,11 +171,10 @@ struct DecodeMla {
   }
 
   // ---- consumers ---------------------------------------------------------------------------
-  static __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return ptx::gmma_desc_sw128(addr, 16, 1024); }
-  // k-step kk (16 keys) of this consumer's V columns in stage s: MN-major, chunks kChunkBytes apart.
-  static __device__ __forceinline__ uint64_t v_desc(const Smem& sm, int s, int c, int kk) {
-    return ptx::gmma_desc_sw128(sm.stage(s) + KTile::chunk(c * kHalfChunks) + KTile::mn_major_kstep(kk),
-                                KTile::kChunkBytes, 1024);
+  // This consumer's V columns in stage s: MN-major, chunks kChunkBytes apart (k-step kk at
+  // KTile::mn_major_kstep(kk)).
+  static __device__ __forceinline__ ptx::GmmaDescSw128 v_desc(const Smem& sm, int s, int c) {
+    return ptx::GmmaDescSw128(sm.stage(s) + KTile::chunk(c * kHalfChunks), KTile::kChunkBytes, 1024);
   }
 
   // Issue S = Q K^T for tile k (stage k & 1, this consumer's) chunk by chunk as the chunks land, in
@@ -188,10 +187,10 @@ struct DecodeMla {
     for (int i = 0; i < kChunks; ++i) {
       const int c = chunk_order(st, i);
       ptx::mbarrier_wait_parity(sm.full(st, c), parity);
-      const uint32_t q = sm.q + QTile::chunk(c), kc = sm.stage(st) + KTile::chunk(c);
+      const ptx::GmmaDescSw128 qd(sm.q + QTile::chunk(c), 16, 1024), kd(sm.stage(st) + KTile::chunk(c), 16, 1024);
       ptx::wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) MmaS::ss(s, k_major(q + 32 * ks), k_major(kc + 32 * ks), i > 0 || ks > 0);
+      for (int ks = 0; ks < 4; ++ks) MmaS::ss(s, qd.at(32 * ks), kd.at(32 * ks), i > 0 || ks > 0);
       ptx::wgmma_commit_group();
     }
   }
@@ -299,9 +298,10 @@ struct DecodeMla {
         ptx::mbarrier_arrive(sm.p_ready(c));
         rescale_strip(o, alpha);
         zero_tail(sm, w, k, c);
+        const ptx::GmmaDescSw128 vd = v_desc(sm, k & 1, c);
         ptx::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kKStepsPV; ++kk) MmaO::rs(o, pa[kk], v_desc(sm, k & 1, c, kk), 1);
+        for (int kk = 0; kk < kKStepsPV; ++kk) MmaO::rs(o, pa[kk], vd.at(KTile::mn_major_kstep(kk)), 1);
         ptx::wgmma_commit_group();
       } else {
         // ---- the other's tile k: P V_k from the shared P, then S_{k+1} ----
@@ -318,10 +318,10 @@ struct DecodeMla {
         rescale_strip(o, alpha);
         wait_v(sm, k, c);
         zero_tail(sm, w, k, c);
+        const ptx::GmmaDescSw128 pd(sm.p, 16, 1024), vd = v_desc(sm, k & 1, c);
         ptx::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < kKStepsPV; ++kk)
-          MmaO::ss_tb(o, k_major(sm.p + PTile::k_major_kstep(kk)), v_desc(sm, k & 1, c, kk), 1);
+        for (int kk = 0; kk < kKStepsPV; ++kk) MmaO::ss_tb(o, pd.at(PTile::k_major_kstep(kk)), vd.at(KTile::mn_major_kstep(kk)), 1);
         ptx::wgmma_commit_group();
         if (k + 1 < n) issue_s(s, sm, k + 1);
       }

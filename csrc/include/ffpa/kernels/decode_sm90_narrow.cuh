@@ -90,11 +90,6 @@ struct DecodeNarrow {
   }
 
   // ---- consumer warpgroup --------------------------------------------------------------------
-  static __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return ptx::gmma_desc_sw128(addr, 16, 1024); }
-  // The K stage's first Dv columns as the A operand of O^T (M = output columns, K = keys): MN-major.
-  static __device__ __forceinline__ uint64_t mn_major(uint32_t addr) {
-    return ptx::gmma_desc_sw128(addr, KTile::kChunkBytes, 1024);
-  }
 
   // Thread (warp w, lane g * 4 + t4) holds, of every m64 x n16 accumulator, rows (keys or output
   // columns) 16 w + g + 8 h and columns (packed query rows) 8 j + 2 t4 + e: element [j][2 h + e].
@@ -150,11 +145,11 @@ struct DecodeNarrow {
       const uint32_t stage = stages + st.stage * Traits::kStageBytes;
       ring.consumer_wait(st);
       float sc[kSChains][kNT][4];
+      const ptx::GmmaDescSw128 kd(stage, 16, 1024), qd(q_smem, 16, 1024);
       ptx::wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < kKSteps; ++ks)
-        Mma::ss(sc[ks % kSChains], k_major(stage + KTile::k_major_kstep(ks)), k_major(q_smem + QTile::k_major_kstep(ks)),
-                ks >= kSChains);
+        Mma::ss(sc[ks % kSChains], kd.at(KTile::k_major_kstep(ks)), qd.at(QTile::k_major_kstep(ks)), ks >= kSChains);
       ptx::wgmma_commit_group();
       ptx::wgmma_wait_group<0>();
 #pragma unroll
@@ -228,12 +223,14 @@ struct DecodeNarrow {
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(kBarTile, 128);  // P complete (and red_max read by every warp)
 
+      // The K stage's first Dv columns as the A operand of O^T (M = output columns, K = keys): MN-major.
+      const ptx::GmmaDescSw128 vd(stage, KTile::kChunkBytes, 1024), pd(p_smem, 16, 1024);
       ptx::wgmma_fence();
 #pragma unroll
       for (int b = 0; b < kOBlocks; ++b)
 #pragma unroll
         for (int kk = 0; kk < kBlockN / 16; ++kk)
-          Mma::ss_ta(o[b], mn_major(stage + KTile::chunk(b) + kk * 16 * 128), k_major(p_smem + PTile::k_major_kstep(kk)), 1);
+          Mma::ss_ta(o[b], vd.at(KTile::chunk(b) + kk * 16 * 128), pd.at(PTile::k_major_kstep(kk)), 1);
       ptx::wgmma_commit_group();
       ptx::wgmma_wait_group<0>();
 #pragma unroll

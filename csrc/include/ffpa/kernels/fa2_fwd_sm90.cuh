@@ -98,10 +98,11 @@ struct Fa2FwdWgmma : Fa2FwdCommon<Traits, kStages, Fa2AsyncProxyFence> {
       const uint32_t k_smem = Base::slot_addr(b, slot);
       slot = Base::next_slot(b, slot);
       float s_acc[1][kNTilesS][4];
+      const ptx::GmmaDescSw128 qd(q_wg, 16, 1024), kd(k_smem, 16, 1024);
       ptx::wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < kKStepsQK; ++ks)
-        Mma::ss(s_acc[0], k_major_desc<QTile>(q_wg, ks), k_major_desc<KTile>(k_smem, ks), ks > 0);
+        Mma::ss(s_acc[0], qd.at(QTile::k_major_kstep(ks)), kd.at(KTile::k_major_kstep(ks)), ks > 0);
       ptx::wgmma_commit_group();
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(s_acc[0]);
@@ -117,12 +118,10 @@ struct Fa2FwdWgmma : Fa2FwdCommon<Traits, kStages, Fa2AsyncProxyFence> {
       // ---- O += P @ V_j: V is [keys][Dv] (MN-major for this product): k-step kk covers keys
       // 16 kk..16 kk + 15, two 8-row groups of 1024 bytes; chunks of 64 columns are kChunkBytes apart.
       ptx::wgmma_fence_operand(o_acc[0]);
+      const ptx::GmmaDescSw128 vd(v_smem, VTile::kChunkBytes, 1024);
       ptx::wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kKStepsPV; ++kk) {
-        MmaO::rs(o_acc[0], p_frag[0][kk],
-                 ptx::gmma_desc_sw128(v_smem + VTile::mn_major_kstep(kk), VTile::kChunkBytes, 1024), 1);
-      }
+      for (int kk = 0; kk < kKStepsPV; ++kk) MmaO::rs(o_acc[0], p_frag[0][kk], vd.at(VTile::mn_major_kstep(kk)), 1);
       ptx::wgmma_commit_group();
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(o_acc[0]);

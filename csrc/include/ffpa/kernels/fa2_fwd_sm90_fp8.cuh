@@ -208,21 +208,21 @@ struct Fa2FwdFp8 {
   }
 
   // ---- consumers ---------------------------------------------------------------------------
-  static __device__ __forceinline__ uint64_t k_major(uint32_t addr) { return ptx::gmma_desc_sw128(addr, 16, 1024); }
-
   static __device__ __forceinline__ void issue_qk(float (&s)[kNS][4], uint32_t q_wg, uint32_t k_tile) {
+    const ptx::GmmaDescSw128 qd(q_wg, 16, 1024), kd(k_tile, 16, 1024);
     ptx::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < Traits::kKStepsQK; ++ks)
-      MmaS::ss(s, k_major(q_wg + QTile::k_major_kstep(ks)), k_major(k_tile + KTile::k_major_kstep(ks)), ks > 0);
+      MmaS::ss(s, qd.at(QTile::k_major_kstep(ks)), kd.at(KTile::k_major_kstep(ks)), ks > 0);
     ptx::wgmma_commit_group();
   }
 
   static __device__ __forceinline__ void issue_pv(float (&o)[kNO][4], const uint32_t (&pf)[Traits::kKStepsPV][4],
                                                   uint32_t vt_tile) {
+    const ptx::GmmaDescSw128 vd(vt_tile, 16, 1024);
     ptx::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < Traits::kKStepsPV; ++kk) MmaO::rs(o, pf[kk], k_major(vt_tile + VtTile::k_major_kstep(kk)), 1);
+    for (int kk = 0; kk < Traits::kKStepsPV; ++kk) MmaO::rs(o, pf[kk], vd.at(VtTile::k_major_kstep(kk)), 1);
     ptx::wgmma_commit_group();
   }
 

@@ -288,27 +288,24 @@ struct Fa2FwdWs {
   }
 
   // ---- consumers ---------------------------------------------------------------------------
-  template <typename TileT>
-  static __device__ __forceinline__ uint64_t k_major_desc(uint32_t tile, int ks) {
-    return ptx::gmma_desc_sw128(tile + TileT::k_major_kstep(ks), 16, 1024);
-  }
-
   static __device__ __forceinline__ void issue_qk(float (&s)[kNS][4], uint32_t q_wg, uint32_t k_tile) {
+    const ptx::GmmaDescSw128 qd(q_wg, 16, 1024), kd(k_tile, 16, 1024);
     ptx::wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < kKStepsQK; ++ks) MmaS::ss(s, k_major_desc<QTile>(q_wg, ks), k_major_desc<KTile>(k_tile, ks), ks > 0);
+    for (int ks = 0; ks < kKStepsQK; ++ks)
+      MmaS::ss(s, qd.at(QTile::k_major_kstep(ks)), kd.at(KTile::k_major_kstep(ks)), ks > 0);
     ptx::wgmma_commit_group();
   }
 
   static __device__ __forceinline__ void issue_pv(float (&o)[kNO][4], const uint32_t (&pf)[kKStepsPV][4], uint32_t v_tile) {
+    const ptx::GmmaDescSw128 vd(v_tile, VTile::kChunkBytes, 1024);
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kKStepsPV; ++kk) {
-      const uint32_t v_k = v_tile + VTile::mn_major_kstep(kk);
-      MmaO::rs(*reinterpret_cast<float(*)[kNO0][4]>(&o[0]), pf[kk], ptx::gmma_desc_sw128(v_k, VTile::kChunkBytes, 1024), 1);
+      MmaO::rs(*reinterpret_cast<float(*)[kNO0][4]>(&o[0]), pf[kk], vd.at(VTile::mn_major_kstep(kk)), 1);
       if constexpr (kNO1 > 0)  // columns 256.. start at V's fifth 64-column chunk
         MmaO1::rs(*reinterpret_cast<float(*)[kNO1 > 0 ? kNO1 : 1][4]>(&o[kNO0]), pf[kk],
-                  ptx::gmma_desc_sw128(v_k + 4 * VTile::kChunkBytes, VTile::kChunkBytes, 1024), 1);
+                  vd.at(VTile::mn_major_kstep(kk) + 4 * VTile::kChunkBytes), 1);
     }
     ptx::wgmma_commit_group();
   }

@@ -246,11 +246,10 @@ struct FfpaWsPipeline {
     for (int d = 0; d < kSlicesQK; ++d) {
       sm.ring_qk.consumer_wait(st);
       const uint32_t q = sm.qk + st.stage * Traits::kQKStageBytes;
-      const uint32_t k = q + QSlice::kBytes + key0 * 128;
+      const ptx::GmmaDescSw128 qd(q, 16, 1024), kd(q + QSlice::kBytes + key0 * 128, 16, 1024);
       ptx::wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks)
-        ptx::WgmmaM64<8 * kNS, Element>::ss(s, k_major(q + ks * 32), k_major(k + ks * 32), d > 0 || ks > 0);
+      for (int ks = 0; ks < 4; ++ks) ptx::WgmmaM64<8 * kNS, Element>::ss(s, qd.at(ks * 32), kd.at(ks * 32), d > 0 || ks > 0);
       ptx::wgmma_commit_group();
       if (d >= kLag) {
         ptx::wgmma_wait_group<kLag>();
@@ -298,20 +297,17 @@ struct FfpaWsPipeline {
   template <int kCols>
   static __device__ __forceinline__ void issue_pv_b16(float (&o)[kCols / 8][4], uint32_t stage, uint32_t p_tile, int v,
                                                       int col) {
-    const uint32_t vs = stage + VStage::chunk(col / 64);
+    const ptx::GmmaDescSw128 vd(stage + VStage::chunk(col / 64), VStage::kChunkBytes, 1024), pd(p_tile, 16, 1024);
     // N of one wgmma is at most 256: wider shares (320 columns) take a second one for the rest.
     constexpr int kN0 = kCols > 256 ? 256 : kCols, kN1 = kCols - kN0;
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Traits::kVKeys / 16; ++kk) {
-      const uint64_t a = k_major(p_tile + PTile::k_major_kstep(v * Traits::kVKeys / 16 + kk));
-      ptx::WgmmaM64<kN0, Element>::ss_tb(*reinterpret_cast<float(*)[kN0 / 8][4]>(&o[0]), a,
-                                         ptx::gmma_desc_sw128(vs + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024),
-                                         1);
+      const uint64_t a = pd.at(PTile::k_major_kstep(v * Traits::kVKeys / 16 + kk));
+      ptx::WgmmaM64<kN0, Element>::ss_tb(*reinterpret_cast<float(*)[kN0 / 8][4]>(&o[0]), a, vd.at(VStage::mn_major_kstep(kk)), 1);
       if constexpr (kN1 > 0)
-        ptx::WgmmaM64<kN1, Element>::ss_tb(
-            *reinterpret_cast<float(*)[kN1 / 8][4]>(&o[kN0 / 8]), a,
-            ptx::gmma_desc_sw128(vs + VStage::chunk(kN0 / 64) + VStage::mn_major_kstep(kk), VStage::kChunkBytes, 1024), 1);
+        ptx::WgmmaM64<kN1, Element>::ss_tb(*reinterpret_cast<float(*)[kN1 / 8][4]>(&o[kN0 / 8]), a,
+                                           vd.at(VStage::chunk(kN0 / 64) + VStage::mn_major_kstep(kk)), 1);
     }
     ptx::wgmma_commit_group();
   }

@@ -14,10 +14,29 @@ namespace ffpa::ptx {
 // K-major (Q, K): the 8-row core-matrix groups sit sbo = 1024 bytes apart; lbo is unused (1).
 // MN-major (V read transposed): lbo = bytes between 64-column chunks, sbo = 1024 bytes between
 // 8-row (k) groups. The swizzle is taken from address bits, so chunks are 1024-byte aligned.
-__host__ __device__ __forceinline__ uint64_t gmma_desc_sw128(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+__host__ __device__ __forceinline__ constexpr uint64_t gmma_desc_sw128(uint32_t smem_addr, uint32_t lbo_bytes,
+                                                                  uint32_t sbo_bytes) {
   return static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4) | (static_cast<uint64_t>(lbo_bytes >> 4) << 16) |
          (static_cast<uint64_t>(sbo_bytes >> 4) << 32) | (1ull << 62);
 }
+
+// gmma_desc_sw128's fields built once for a tile whose k-steps and chunks start at compile-time byte
+// offsets from its base: at(offset) is one 32-bit add where gmma_desc_sw128 of the moved address is a
+// mask, a shift, an or and the move of the high word per descriptor (the unrolled k-steps of a wgmma
+// loop then issue back to back). Shared addresses are below 256 KB, so the 14-bit start field never
+// carries into lbo's.
+struct GmmaDescSw128 {
+  uint32_t lo, hi;
+  __host__ __device__ __forceinline__ constexpr GmmaDescSw128(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes)
+      : lo(((smem_addr & 0x3FFFFu) >> 4) | ((lbo_bytes >> 4) << 16)), hi((sbo_bytes >> 4) | (1u << 30)) {}
+  __host__ __device__ __forceinline__ constexpr uint64_t at(uint32_t byte_offset) const {
+    return (static_cast<uint64_t>(hi) << 32) | (lo + (byte_offset >> 4));
+  }
+};
+static_assert(GmmaDescSw128(0x24400, 16, 1024).at(0x2060) == gmma_desc_sw128(0x26460, 16, 1024) &&
+                  GmmaDescSw128(0x1000, 8192, 1024).at(7 * 8192 + 3 * 2048) == gmma_desc_sw128(0xF800 + 0x1000, 8192, 1024) &&
+                  GmmaDescSw128(0x38000, 16, 1024).at(0x1FF0) == gmma_desc_sw128(0x39FF0, 16, 1024),
+              "a moved descriptor is the descriptor of the moved address (shared addresses below 256 KB)");
 
 // The same in the canonical 32-byte-swizzle layout (mode 3), K-major: rows of 32 bytes (one e4m3
 // k-step), 8-row groups 256 bytes apart (sbo), lbo unused; the FP8 FFPA kernel's V^T stages (32 keys
