@@ -57,7 +57,8 @@ import json
 d = json.load(open('/tmp/ab_f_$t/fp8.json'))
 for r in d.get('results', d.get('rows', [])):
     if r.get('kernel') in ('fp8', 'ffpa_auto', 'fa2'):
-        print(r['kernel'], r.get('B'), r.get('H', r.get('Hq')), r.get('N', r.get('L')), r.get('D'), 'causal' if r.get('causal') else 'nc', round(r['tflops'], 1))
+        print(r['kernel'], r.get('B'), r.get('H', r.get('Hq')), r.get('N', r.get('L')), r.get('D'), 'causal' if r.get('causal') else 'nc', round(r['tflops'], 1),
+              ('rmse %.3e' % r['rel_rmse']) if r.get('rel_rmse') is not None else '')
 "
       continue
     fi
