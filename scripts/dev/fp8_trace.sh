@@ -10,8 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-git apply scripts/dev/fp8_trace.patch || exit 1
-trap 'git apply -R scripts/dev/fp8_trace.patch' EXIT
+. scripts/dev/with_patch.sh scripts/dev/fp8_trace.patch
 export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fp8 FFPA_HEAD_DIMS=${FFPA_HEAD_DIMS:-128} FFPA_DTYPES=e4m3 FFPA_EXPECT_EXTENSION=1 PYTHONUNBUFFERED=1
 python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 cat > "$OUT/trace_run.py" <<'P'

@@ -9,8 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-git apply scripts/dev/fa2_ws_trace.patch || exit 1
-trap 'git apply -R scripts/dev/fa2_ws_trace.patch' EXIT
+. scripts/dev/with_patch.sh scripts/dev/fa2_ws_trace.patch
 export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2 FFPA_HEAD_DIMS=${FFPA_HEAD_DIMS:-128} FFPA_DTYPES=bf16 FFPA_EXPECT_EXTENSION=1 PYTHONUNBUFFERED=1
 # SPANS_ONLY=1: no per-tile stamps, only every block's start, end and SM (the tail, uninstrumented)
 [ "${SPANS_ONLY:-0}" = 1 ] && export NVCC_APPEND_FLAGS="${NVCC_APPEND_FLAGS:-} -DFFPA_DEV_SPANS_ONLY"
