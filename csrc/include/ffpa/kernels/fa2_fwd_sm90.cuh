@@ -57,12 +57,6 @@ struct Fa2FwdWgmma : Fa2FwdCommon<Traits, kStages, Fa2AsyncProxyFence> {
   using Base::kKStepsPV;
   static_assert(Traits::kWgmma, "Fa2FwdWgmma takes the wgmma tile table");
 
-  // Descriptor of k-step ks (16 columns) of a K-major tile (GmmaSw128Tile::k_major_kstep).
-  template <typename TileT>
-  static __device__ __forceinline__ uint64_t k_major_desc(uint32_t tile_addr, int ks) {
-    return ptx::gmma_desc_sw128(tile_addr + TileT::k_major_kstep(ks), 16, 1024);
-  }
-
   static __device__ __forceinline__ void run(const FwdParams& p, char* smem_raw) {
     const int tid = threadIdx.x;
     const int lane = tid % 32;
