@@ -146,7 +146,12 @@ struct FfpaPrefill {
 
   static __device__ __forceinline__ void load_qk(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
                                                  uint32_t stage, uint32_t bar, int d, int j, int*) {
-    ptx::tma_load_4d(stage, &maps.q, bar, Traits::kSliceD * d, w.m0, w.head, w.batch);
+    if constexpr (Traits::kPair) {  // the pair's Q slices are the same: one block loads each into both, in turn
+      if (((d + j) & 1) == w.group % 2)
+        ptx::tma_load_4d_multicast(stage, &maps.q, bar, Traits::kSliceD * d, w.m0, w.head, w.batch, 3);
+    } else {
+      ptx::tma_load_4d(stage, &maps.q, bar, Traits::kSliceD * d, w.m0, w.head, w.batch);
+    }
     // A pair's block loads the keys of its half of the tile (its cluster rank: the group's parity).
     const int key0 = j * kBlockN + (Traits::kPair ? (w.group % 2) * Traits::kKRows : 0);
     if constexpr (kShareK) {

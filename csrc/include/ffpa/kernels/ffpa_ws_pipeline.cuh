@@ -141,9 +141,12 @@ struct FfpaWsPipeline {
   static constexpr uint32_t kBarMax = 1, kBarP = 2, kBarSum = 3;
   static_assert(Traits::kConsumers == 2, "a pair of consumers splits the key and Dv columns");
   static constexpr bool kPair = Traits::kPair;
-  // K slices shared with the cluster's other block (Traits::kShareK): every Q@K^T stage's empty barrier
-  // counts the consumer warps of both blocks, each warp releasing the stage in both.
+  // Q@K^T stages shared with the cluster's other block, filled in step, each slice loaded by one block
+  // into both (Traits::kShareK: the K slices of query blocks sharing them; a pair: its Q slices, the same
+  // rows in both blocks): every stage's empty barrier counts the consumer warps of both blocks, each
+  // warp releasing the stage in both.
   static constexpr bool kShareK = Traits::kShareK;
+  static constexpr bool kShareStages = Traits::kShareK || Traits::kPair;
   static constexpr int kSlots = kPair ? 4 : 2;             // consumers sharing a tile's S (its key slots)
   static constexpr uint32_t kXWarps = 4 * kSlots;          // arrivals on a pair's exchange barrier
   // A pair's exchange barriers (Smem::xbar + 8 x), and the exchanges' first stats slot: a pair's row
@@ -211,7 +214,7 @@ struct FfpaWsPipeline {
       prev = j;
     }
     if (prev >= 0) load_v(p, maps, s, sv, w, prev);
-    if constexpr (kShareK)  // the other block's last releases reach this block's barriers before it exits
+    if constexpr (kShareStages)  // the other block's last releases reach this block's barriers before it exits
       for (int i = 0; i < Traits::kQKStages; ++i, sq.advance()) s.ring_qk.producer_acquire(sq);
   }
 
@@ -253,7 +256,7 @@ struct FfpaWsPipeline {
       ptx::wgmma_commit_group();
       if (d >= kLag) {
         ptx::wgmma_wait_group<kLag>();
-        if (lane == 0) release<kShareK>(sm.ring_qk, back(st, kLag));
+        if (lane == 0) release<kShareStages>(sm.ring_qk, back(st, kLag));
       }
       st.advance();
     }
@@ -268,7 +271,7 @@ struct FfpaWsPipeline {
   static __device__ __forceinline__ void release_qk(const Smem& sm, const typename RingQK::State& st, int lane) {
     if (lane == 0)
 #pragma unroll
-      for (int i = 1; i <= kLag; ++i) release<kShareK>(sm.ring_qk, back(st, i));
+      for (int i = 1; i <= kLag; ++i) release<kShareStages>(sm.ring_qk, back(st, i));
   }
 
   // Issue O_c += P V_j[:, col .. col + kCols) for V stage v of tile j (two k-steps of 16 keys), P
@@ -538,7 +541,7 @@ struct FfpaWsPipeline {
     // until then (the decode Problem ranks sequence lengths there, with block barriers).
     const Item w = Problem::item(p, blockIdx.x, reinterpret_cast<int*>(smem_raw + (sm.p - ptx::smem_u32addr(smem_raw))));
     if (threadIdx.x == 0) {
-      sm.ring_qk.init(kConsumerWarps * (kShareK ? 2 : 1));
+      sm.ring_qk.init(kConsumerWarps * (kShareStages ? 2 : 1));
       sm.ring_v.init(kConsumerWarps);
       if constexpr (kPair)
         for (int x = kXMax; x <= kXFree; ++x) ptx::mbarrier_init(sm.xbar + 8 * x, kXWarps);
