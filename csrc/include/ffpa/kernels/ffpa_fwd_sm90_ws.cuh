@@ -127,6 +127,14 @@ struct FfpaPrefill {
     return j;
   }
 
+  // V stages of a pair's last tile (j) that hold a key some row of the block sees: the causal limit and
+  // the sequence end cut it (past them P is 0: those stages are neither loaded nor multiplied; both
+  // blocks of the pair share m0, so they agree). Asked only by a pair (the pipeline's last_stages).
+  static __device__ __forceinline__ int last_v_stages(const FwdParams& p, const Item& w, int j) {
+    const int keys = block_kv_end(p, w.m0, min(kBlockM, p.len_q - w.m0)) - j * kBlockN;
+    return min(Traits::kStagesV, max(1, (keys + Traits::kVKeys - 1) / Traits::kVKeys));
+  }
+
   static __device__ __forceinline__ int first_tile(const FwdParams& p, const Item& w) { return skip_to(p, w, 0); }
   static __device__ __forceinline__ int next_tile(const FwdParams& p, const Item& w, int j) { return skip_to(p, w, j + 1); }
 

@@ -74,6 +74,8 @@
 //   load_qk(p, maps, w, stage, bar, d, j, scratch)  producer: Q and K slice d of tile j, kQKStageBytes in all
 //   load_v(p, maps, w, stage, bar, j, v, scratch)   producer: V stage v of tile j, kVStageBytes in all
 //                                     (issued after tile j + 1's begin_tile)
+//   last_v_stages(p, w, j)            a pair's Problem: V stages [0, n) of the last tile j that P V needs
+//                                     (the rest: P = 0)
 //   mask(s, p, w, j, key0, row0, g, t4)    one consumer's scores of tile j (s: float[kN][4], keys key0
 //                                     .. key0 + 8 kN of the tile): masks and scales them (base 2)
 //                                     where the tile needs it and says whether it did
@@ -210,17 +212,17 @@ struct FfpaWsPipeline {
         Problem::load_qk(p, maps, w, s.qk + sq.stage * Traits::kQKStageBytes, s.ring_qk.full(sq.stage), d, j,
                          s.scratch);
       }
-      if (prev >= 0) load_v(p, maps, s, sv, w, prev);
+      if (prev >= 0) load_v(p, maps, s, sv, w, prev, kStagesV);
       prev = j;
     }
-    if (prev >= 0) load_v(p, maps, s, sv, w, prev);
+    if (prev >= 0) load_v(p, maps, s, sv, w, prev, last_stages(p, w, prev));
     if constexpr (kShareStages)  // the other block's last releases reach this block's barriers before it exits
       for (int i = 0; i < Traits::kQKStages; ++i, sq.advance()) s.ring_qk.producer_acquire(sq);
   }
 
   static __device__ __forceinline__ void load_v(const Params& p, const Maps& maps, const Smem& s,
-                                                typename RingV::State& sv, const Item& w, int j) {
-    for (int v = 0; v < kStagesV; ++v, sv.advance()) {
+                                                typename RingV::State& sv, const Item& w, int j, int n) {
+    for (int v = 0; v < n; ++v, sv.advance()) {
       s.ring_v.producer_acquire(sv);
       s.ring_v.producer_expect(sv, Traits::kVStageBytes);
       Problem::load_v(p, maps, w, s.v + sv.stage * Traits::kVStageBytes, s.ring_v.full(sv.stage), j, v, s.scratch);
@@ -332,6 +334,42 @@ struct FfpaWsPipeline {
     if (lane == 0)
 #pragma unroll
       for (int v = kStagesV - kPreV; v < kStagesV; ++v) release<false>(sm.ring_v, held[v]);
+  }
+
+  // The V stages of the item's last tile j that P V multiplies: a pair's cut at the causal limit and the
+  // sequence end (Problem::last_v_stages). Same H100, both trees in turn twice (bf16 B=1 H=32, TFLOPS):
+  // D = 2048 N = 4096 causal 224.9 -> 227.1, 1024 causal 322.0 -> 324.5, non-causal even. Lone blocks
+  // load and multiply every stage: the cut ran causal 576/512 at 493.5 against 502.2 (K-sharing pairs,
+  // whose two blocks' last tiles differ), so their last tile keeps the loop's code (docs/hopper_ffpa.md).
+  static __device__ __forceinline__ int last_stages(const Params& p, const Item& w, int j) {
+    if constexpr (kPair)
+      return Problem::last_v_stages(p, w, j);
+    else
+      return kStagesV;
+  }
+
+  // P V of a pair's last tile j, stages [0, n) of it (last_stages), each issued once the one kPreV
+  // before it is done (and released); then all waited for.
+  template <int kCols>
+  static __device__ __forceinline__ void last_pv(float (&o)[kCols / 8][4], const Params& p, const Item& w,
+                                                 const Smem& sm, typename RingV::State& st, uint32_t p_tile, int j,
+                                                 int n, int col, int lane) {
+    int held[kStagesV];
+#pragma unroll
+    for (int v = 0; v < kStagesV; ++v) {
+      if (v >= n) break;
+      if (v >= kPreV) {
+        ptx::wgmma_wait_group<kPreV - 1>();
+        if (lane == 0) release<false>(sm.ring_v, held[v - kPreV]);
+      }
+      held[v] = issue_pv<kCols>(o, p, w, sm, st, p_tile, j, v, col);
+    }
+    ptx::wgmma_wait_group<0>();
+    ptx::wgmma_fence_operand(o);
+    if (lane == 0)
+#pragma unroll
+      for (int v = 0; v < kStagesV; ++v)
+        if (v < n && v >= n - kPreV) release<false>(sm.ring_v, held[v]);
   }
 
   // Online softmax of S_j on consumer c (key slot `slot`): masks where the tile needs it
@@ -503,9 +541,13 @@ struct FfpaWsPipeline {
         xphase ^= 1u;
       }
       wait_p(sm, xphase ^ 1u);
+      if constexpr (kPair) {
+        last_pv<kCols>(o, p, w, sm, sv, p_tile, j, last_stages(p, w, j), col, lane);
+      } else {
 #pragma unroll
-      for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, p, w, sm, sv, p_tile, j, v, col);
-      finish_pv<kCols>(o, p, w, sm, sv, held, p_tile, j, col, lane);
+        for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, p, w, sm, sv, p_tile, j, v, col);
+        finish_pv<kCols>(o, p, w, sm, sv, held, p_tile, j, col, lane);
+      }
     }
     store<kCols>(p, w, sm, c, slot, col, r0, row0, g, t4, o, row_max, row_sum);
   }
