@@ -130,9 +130,19 @@ struct FfpaPrefill {
   // V stages of a pair's last tile (j) that hold a key some row of the block sees: the causal limit and
   // the sequence end cut it (past them P is 0: those stages are neither loaded nor multiplied; both
   // blocks of the pair share m0, so they agree). Asked only by a pair (the pipeline's last_stages).
+  static __device__ __forceinline__ int keys_seen(const FwdParams& p, const Item& w, int j) {
+    return block_kv_end(p, w.m0, min(kBlockM, p.len_q - w.m0)) - j * kBlockN;
+  }
   static __device__ __forceinline__ int last_v_stages(const FwdParams& p, const Item& w, int j) {
-    const int keys = block_kv_end(p, w.m0, min(kBlockM, p.len_q - w.m0)) - j * kBlockN;
-    return min(Traits::kStagesV, max(1, (keys + Traits::kVKeys - 1) / Traits::kVKeys));
+    return min(Traits::kStagesV, max(1, (keys_seen(p, w, j) + Traits::kVKeys - 1) / Traits::kVKeys));
+  }
+  // A pair's block loads its K half of tile j unless no row sees a key of it (the block's S there is
+  // then of stale K, every score masked): the bytes its Q@K^T stages of tile j expect.
+  static __device__ __forceinline__ bool pair_loads_k(const FwdParams& p, const Item& w, int j) {
+    return (w.group % 2) * Traits::kKRows < keys_seen(p, w, j);
+  }
+  static __device__ __forceinline__ uint32_t pair_qk_bytes(const FwdParams& p, const Item& w, int j) {
+    return pair_loads_k(p, w, j) ? Traits::kQKStageBytes : QSlice::kBytes;
   }
 
   static __device__ __forceinline__ int first_tile(const FwdParams& p, const Item& w) { return skip_to(p, w, 0); }
@@ -165,7 +175,7 @@ struct FfpaPrefill {
     if constexpr (kShareK) {
       if (loads_k(w, d, j))
         ptx::tma_load_4d_multicast(stage + QSlice::kBytes, &maps.k, bar, Traits::kSliceD * d, key0, w.head_kv, w.batch, 3);
-    } else {
+    } else if (!Traits::kPair || pair_loads_k(p, w, j)) {
       ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, Traits::kSliceD * d, key0, w.head_kv, w.batch);
     }
   }

@@ -206,9 +206,11 @@ struct FfpaWsPipeline {
     int prev = -1;
     for (int j = Problem::first_tile(p, w); j < w.n_end; j = Problem::next_tile(p, w, j)) {
       Problem::begin_tile(p, w, j, s.scratch);
+      uint32_t bytes = Traits::kQKStageBytes;
+      if constexpr (kPair) bytes = Problem::pair_qk_bytes(p, w, j);  // no K where the block's keys are all unseen
       for (int d = 0; d < kSlicesQK; ++d, sq.advance()) {
         s.ring_qk.producer_acquire(sq);
-        s.ring_qk.producer_expect(sq, Traits::kQKStageBytes);
+        s.ring_qk.producer_expect(sq, bytes);
         Problem::load_qk(p, maps, w, s.qk + sq.stage * Traits::kQKStageBytes, s.ring_qk.full(sq.stage), d, j,
                          s.scratch);
       }
