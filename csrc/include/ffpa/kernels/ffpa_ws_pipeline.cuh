@@ -33,9 +33,11 @@
 //   A pair (Traits::kPair, Dv > 640 in prefill): the item's two column groups run on the two blocks
 //   of a cluster, which compute S once between them on 256-key tiles: block r loads and multiplies
 //   keys [128 r, 128 r + 128) of each (consumer c: 64 of them, key slot 2 r + c of the tile's four)
-//   and V of all 256 for its group. The exchanges go to both blocks through distributed shared
-//   memory, each completing on an mbarrier of both (16 consumer warps arrive on each) instead of a
-//   named barrier:
+//   and V of all 256 for its group; each block loads every other Q slice into both (multicast). The
+//   last tile's keys past the causal limit / sequence end: their V stages and a block's unseen K half
+//   not loaded (Problem::last_v_stages, pair_qk_bytes). The exchanges go to both blocks through
+//   distributed shared memory, each completing on an mbarrier of both (16 consumer warps arrive on
+//   each) instead of a named barrier:
 //       row maxima -> both blocks' stats[slot] -> arrive max (both) -> wait own max -> max of the 4
 //       P_j slot   -> both blocks' P columns -> fence.proxy.async -> arrive p (both); wait own p
 //                     before P V_j (after S_{j+1}'s issue, so the exchange runs under it)
@@ -338,11 +340,9 @@ struct FfpaWsPipeline {
       for (int v = kStagesV - kPreV; v < kStagesV; ++v) release<false>(sm.ring_v, held[v]);
   }
 
-  // The V stages of the item's last tile j that P V multiplies: a pair's cut at the causal limit and the
-  // sequence end (Problem::last_v_stages). Same H100, both trees in turn twice (bf16 B=1 H=32, TFLOPS):
-  // D = 2048 N = 4096 causal 224.9 -> 227.1, 1024 causal 322.0 -> 324.5, non-causal even. Lone blocks
-  // load and multiply every stage: the cut ran causal 576/512 at 493.5 against 502.2 (K-sharing pairs,
-  // whose two blocks' last tiles differ), so their last tile keeps the loop's code (docs/hopper_ffpa.md).
+  // The V stages of the item's last tile j that P V multiplies: a pair's cut (Problem::last_v_stages);
+  // lone blocks every stage, their last tile on the loop's code (the cut cost K-sharing pairs at
+  // 576/512: docs/hopper_ffpa.md, session 36).
   static __device__ __forceinline__ int last_stages(const Params& p, const Item& w, int j) {
     if constexpr (kPair)
       return Problem::last_v_stages(p, w, j);
