@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ncu L2 breakdown of FFPA L1 D=2048 causal vs non-causal (dev probe, session 36)
 set -uo pipefail
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
 export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=ffpa_l1,ffpa_l3 FFPA_DTYPES=bf16 FFPA_ACCS=fp32 FFPA_HEAD_DIMS=2048 FFPA_EXPECT_EXTENSION=1
 t0=$(date +%s)
