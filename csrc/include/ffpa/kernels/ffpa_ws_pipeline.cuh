@@ -321,44 +321,15 @@ struct FfpaWsPipeline {
     ptx::wgmma_commit_group();
   }
 
-  // V stages kPreV.. of P V_j, each issued once the oldest pending one is done (and released), then
-  // the rest waited for: at most kPreV stages of V held.
-  template <int kCols>
+  // V stages [kV0, n) of P V_j, each issued once the one kPreV before it is done (and released), then
+  // all waited for: at most kPreV stages of V held. A tile of the loop: kV0 = kPreV (those before were
+  // issued ahead of the softmax), n = kStagesV; a pair's last tile: kV0 = 0, n = last_stages.
+  template <int kCols, int kV0 = kPreV>
   static __device__ __forceinline__ void finish_pv(float (&o)[kCols / 8][4], const Params& p, const Item& w,
                                                    const Smem& sm, typename RingV::State& st, int (&held)[kStagesV],
-                                                   uint32_t p_tile, int j, int col, int lane) {
+                                                   uint32_t p_tile, int j, int col, int lane, int n = kStagesV) {
 #pragma unroll
-    for (int v = kPreV; v < kStagesV; ++v) {
-      ptx::wgmma_wait_group<kPreV - 1>();
-      if (lane == 0) release<false>(sm.ring_v, held[v - kPreV]);
-      held[v] = issue_pv<kCols>(o, p, w, sm, st, p_tile, j, v, col);
-    }
-    ptx::wgmma_wait_group<0>();
-    ptx::wgmma_fence_operand(o);
-    if (lane == 0)
-#pragma unroll
-      for (int v = kStagesV - kPreV; v < kStagesV; ++v) release<false>(sm.ring_v, held[v]);
-  }
-
-  // The V stages of the item's last tile j that P V multiplies: a pair's cut (Problem::last_v_stages);
-  // lone blocks every stage, their last tile on the loop's code (the cut cost K-sharing pairs at
-  // 576/512: docs/hopper_ffpa.md, session 36).
-  static __device__ __forceinline__ int last_stages(const Params& p, const Item& w, int j) {
-    if constexpr (kPair)
-      return Problem::last_v_stages(p, w, j);
-    else
-      return kStagesV;
-  }
-
-  // P V of a pair's last tile j, stages [0, n) of it (last_stages), each issued once the one kPreV
-  // before it is done (and released); then all waited for.
-  template <int kCols>
-  static __device__ __forceinline__ void last_pv(float (&o)[kCols / 8][4], const Params& p, const Item& w,
-                                                 const Smem& sm, typename RingV::State& st, uint32_t p_tile, int j,
-                                                 int n, int col, int lane) {
-    int held[kStagesV];
-#pragma unroll
-    for (int v = 0; v < kStagesV; ++v) {
+    for (int v = kV0; v < kStagesV; ++v) {
       if (v >= n) break;
       if (v >= kPreV) {
         ptx::wgmma_wait_group<kPreV - 1>();
@@ -372,6 +343,16 @@ struct FfpaWsPipeline {
 #pragma unroll
       for (int v = 0; v < kStagesV; ++v)
         if (v < n && v >= n - kPreV) release<false>(sm.ring_v, held[v]);
+  }
+
+  // The V stages of the item's last tile j that P V multiplies: a pair's cut (Problem::last_v_stages);
+  // lone blocks every stage, their last tile on the loop's code (the cut cost K-sharing pairs at
+  // 576/512: docs/hopper_ffpa.md, session 36).
+  static __device__ __forceinline__ int last_stages(const Params& p, const Item& w, int j) {
+    if constexpr (kPair)
+      return Problem::last_v_stages(p, w, j);
+    else
+      return kStagesV;
   }
 
   // Online softmax of S_j on consumer c (key slot `slot`): masks where the tile needs it
@@ -544,7 +525,8 @@ struct FfpaWsPipeline {
       }
       wait_p(sm, xphase ^ 1u);
       if constexpr (kPair) {
-        last_pv<kCols>(o, p, w, sm, sv, p_tile, j, last_stages(p, w, j), col, lane);
+        int last_held[kStagesV];  // (its own array: `held` here moved ptxas's allocation at D = 2048)
+        finish_pv<kCols, 0>(o, p, w, sm, sv, last_held, p_tile, j, col, lane, last_stages(p, w, j));
       } else {
 #pragma unroll
         for (int v = 0; v < kPreV; ++v) held[v] = issue_pv<kCols>(o, p, w, sm, sv, p_tile, j, v, col);
