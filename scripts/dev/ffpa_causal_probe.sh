@@ -4,7 +4,9 @@
 # key lengths S = N, N/2, N/4 non-causal beside causal (a fixed cost per item shows as throughput
 # falling with S; a causal-only cost as causal below the S = N/2 cell), (2) ncu of one causal and one
 # non-causal launch (SM active cycles min / avg / max: imbalance; tensor pipe; L2 / DRAM; stalls).
-# Env: PROBE_DIMS (default 512), N (default 8192), SKIP_NCU=1. Writes to $OUT.
+# Env: PROBE_DIMS (default 512), N (default 8192), SKIP_NCU=1, NCU_ONLY=1 (only (2)), L2=1 (ncu: the L2's
+# throughput broken down, bytes the SMs received, sector lookups by source: docs/hopper_ffpa.md, session 36).
+# Writes to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
@@ -19,6 +21,7 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   echo "build ok in $(( $(date +%s) - t0 )) s"
 fi
 DIMS=$(echo "${PROBE_DIMS:-512}" | tr ',' ' ')
+if [ "${NCU_ONLY:-0}" != 1 ]; then
 timeout 300 python3 bench/bench.py --shapes 1x32x${N}x${N} 1x32x${N}x$((N / 2)) 1x32x${N}x$((N / 4)) 2x32x$((N / 2))x$((N / 2)) \
   --D $DIMS --dtype bf16 --causal-both --kernels ffpa_l1 --warmup 5 --iters 25 --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
 echo "bench rc $?"; grep -E "ffpa_l1|causal|shape" "$OUT/bench.log" | head -40
@@ -55,6 +58,7 @@ if rows:
 PY
   done
 done
+fi
 [ "${SKIP_NCU:-0}" = 1 ] && exit 0
 cat > /tmp/ncu_causal.py <<'PY'
 import sys, torch, ffpa_attn
@@ -66,10 +70,15 @@ torch.cuda.synchronize()
 PY
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy"
 METRICS="--metrics sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.max,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex.sum,dram__bytes_read.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,smsp__warp_issue_stalled_barrier_per_warp_active.pct,smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct"
+if [ "${L2:-0}" = 1 ]; then
+  SECTIONS=""
+  METRICS="--clock-control base --metrics breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors.sum,lts__t_requests.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,sm__cycles_active.avg,smsp__inst_executed.sum,l1tex__m_xbar2l1tex_read_bytes.sum"
+fi
 for D in $DIMS; do
   for c in 0 1; do
     ncu --kernel-name regex:'ffpa_fwd_ws' --launch-skip 2 --launch-count 1 $SECTIONS $METRICS python3 /tmp/ncu_causal.py $N $D $c > "$OUT/ncu_d${D}_c$c.txt" 2>&1
     echo "== D=$D causal=$c"
+    [ "${L2:-0}" = 1 ] && { grep -E "lts__|dram__|gpu__|sm__|smsp__|l1tex__" "$OUT/ncu_d${D}_c$c.txt" | sed 's/ \+/ /g'; continue; }
     grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|L2 Hit|DRAM Throughput|Issue Slots Busy|Warp Cycles Per Issued|No Eligible|sm__cycles|gmma|lts__|dram__bytes|stalled|Waves" "$OUT/ncu_d${D}_c$c.txt" | head -30
   done
 done
