@@ -127,9 +127,10 @@ struct FfpaPrefill {
     return j;
   }
 
-  // V stages of a pair's last tile (j) that hold a key some row of the block sees: the causal limit and
-  // the sequence end cut it (past them P is 0: those stages are neither loaded nor multiplied; both
-  // blocks of the pair share m0, so they agree). Asked only by a pair (the pipeline's last_stages).
+  // Keys of tile j that some row of the block sees: the causal limit and the sequence end cut its last
+  // tile. A pair (both blocks share m0, so they agree) loads and multiplies only the V stages holding
+  // such a key (past them P is 0; the pipeline's last_stages asks), and a block whose K half of the
+  // tile holds none does not load it.
   static __device__ __forceinline__ int keys_seen(const FwdParams& p, const Item& w, int j) {
     return block_kv_end(p, w.m0, min(kBlockM, p.len_q - w.m0)) - j * kBlockN;
   }

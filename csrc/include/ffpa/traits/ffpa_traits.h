@@ -221,8 +221,8 @@ struct FfpaTraits {
 // maxima and P (64 x 256, one buffer) through distributed shared memory, and each block multiplies
 // P by V for its own group. Per 256 keys a block then moves half of Q (each Q slice is loaded by one
 // block into both), 128 keys of K and 256 of V instead of Q twice and 256 keys of each. Dv = 2048 and
-// 4096 (kPair_ only): groups of 512 columns, pairs of them as clusters (S computed once per pair: Dv / 1024 times per query block), where the
-// mma.sync levels need L3's fp32 workspace.
+// 4096 (kPair_ only): groups of 512 columns, pairs of them as clusters (S computed once per pair: Dv /
+// 1024 times per query block), where the mma.sync levels need L3's fp32 workspace.
 // With kShareK_ (causal prefill up to Dv = 640, one group: launch/heuristics.h says when and why) the
 // blocks of query blocks 2 i + 1 and 2 i of a (batch, head) are a cluster pair that walks the same key
 // tiles and shares their K slices: each Q@K^T stage's K slice is loaded by one of the two (alternating)
