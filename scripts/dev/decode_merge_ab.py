@@ -4,7 +4,9 @@ without the setter the one mode "base") beside SDPA's best backend: the bench's 
 flushed, medians); GB/s of K/V covered and us per call. Shapes 'B,S,Hq,Hkv[,D[,Dv]]' (bf16, Lq 1,
 contiguous; D/Dv 576/512 is MLA's single cache, V a view of K, no SDPA). MASKED=1 adds forward() with a
 (B, 1, 1, S) key-padding mask (the Hugging Face static cache's step; the merge modes apply there too).
-SPLITS="2,4,8": each mode also at those forced counts (default: the auto count only).
+SPLITS="2,4,8": each mode also at those forced counts (default: the auto count only). VARLEN=1: per-sequence
+lengths drawn in [S/2, S] (cache_seqlens, as the bench's varlen cells; GB/s of the keys they cover).
+MODES="kernel,spread": the modes timed (spread: scripts/dev/decode_spread_merge.patch).
 Usage: SHAPES="8,32768,32,8 16,16384,16,1,576,512" MASKED=1 python3 scripts/dev/decode_merge_ab.py"""
 import os
 import sys
@@ -51,12 +53,16 @@ for shape in shapes:
     qs, ks, vs = (t.transpose(1, 2) for t in (q, k, v))  # SDPA layout views
     mask = torch.ones(B, 1, 1, S, device="cuda", dtype=torch.bool)
     mask[..., S - 17:] = False
-    gb = B * S * Hkv * (D + (0 if mla else Dv)) * q.element_size() / 1e9
+    lens = None
+    if os.environ.get("VARLEN", "0") == "1":
+        lens = torch.randint(S // 2, S + 1, (B,), device="cuda", dtype=torch.int32, generator=g)
+    keys = B * S if lens is None else int(lens.sum())
+    gb = keys * Hkv * (D + (0 if mla else Dv)) * q.element_size() / 1e9
 
     def ours(mode, n, m=None):
         set_mode(mode)
         if m is None:
-            return ffpa_attn.decode(q, k, v, num_splits=n)
+            return ffpa_attn.decode(q, k, v, cache_seqlens=lens, num_splits=n)
         return ffpa_attn.forward(qs, ks, vs, attn_mask=m, enable_gqa=Hq != Hkv)
 
     def sdpa(m=None):
