@@ -138,12 +138,9 @@ struct FfpaPrefill {
     return min(Traits::kStagesV, max(1, (keys_seen(p, w, j) + Traits::kVKeys - 1) / Traits::kVKeys));
   }
   // A pair's block loads its K half of tile j unless no row sees a key of it (the block's S there is
-  // then of stale K, every score masked): the bytes its Q@K^T stages of tile j expect.
+  // then of stale K, every score masked; its Q@K^T stages of tile j expect Q's bytes only).
   static __device__ __forceinline__ bool pair_loads_k(const FwdParams& p, const Item& w, int j) {
     return (w.group % 2) * Traits::kKRows < keys_seen(p, w, j);
-  }
-  static __device__ __forceinline__ uint32_t pair_qk_bytes(const FwdParams& p, const Item& w, int j) {
-    return pair_loads_k(p, w, j) ? Traits::kQKStageBytes : QSlice::kBytes;
   }
 
   static __device__ __forceinline__ int first_tile(const FwdParams& p, const Item& w) { return skip_to(p, w, 0); }

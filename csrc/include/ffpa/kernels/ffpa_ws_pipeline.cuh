@@ -35,7 +35,7 @@
 //   keys [128 r, 128 r + 128) of each (consumer c: 64 of them, key slot 2 r + c of the tile's four)
 //   and V of all 256 for its group; each block loads every other Q slice into both (multicast). The
 //   last tile's keys past the causal limit / sequence end: their V stages and a block's unseen K half
-//   not loaded (Problem::last_v_stages, pair_qk_bytes). The exchanges go to both blocks through
+//   not loaded (Problem::last_v_stages, pair_loads_k). The exchanges go to both blocks through
 //   distributed shared memory, each completing on an mbarrier of both (16 consumer warps arrive on
 //   each) instead of a named barrier:
 //       row maxima -> both blocks' stats[slot] -> arrive max (both) -> wait own max -> max of the 4
@@ -209,7 +209,8 @@ struct FfpaWsPipeline {
     for (int j = Problem::first_tile(p, w); j < w.n_end; j = Problem::next_tile(p, w, j)) {
       Problem::begin_tile(p, w, j, s.scratch);
       uint32_t bytes = Traits::kQKStageBytes;
-      if constexpr (kPair) bytes = Problem::pair_qk_bytes(p, w, j);  // no K where the block's keys are all unseen
+      if constexpr (kPair)  // no K where the block's keys of the tile are all unseen
+        if (!Problem::pair_loads_k(p, w, j)) bytes = QSlice::kBytes;
       for (int d = 0; d < kSlicesQK; ++d, sq.advance()) {
         s.ring_qk.producer_acquire(sq);
         s.ring_qk.producer_expect(sq, bytes);
