@@ -1,10 +1,11 @@
-"""The split-KV merge in its two forms, fused into the split kernel (the last split block of each row
+"""The split-KV merge in its three forms, fused into the split kernel (the last split block of each row
 block merges it: kernels/decode_merge.cuh decode_split_arrive / decode_merge_rows, with the op's arrival
-counters) and the second kernel, forced process-wide by ffpa_attn._C.set_decode_merge, against the
-float64 reference: the mma.sync kernel and (on Hopper) the narrow MLA kernel, forced split counts up
-to past one per tile, lengths 0 and 1, causal, paged; calls one after another with other shapes and
-counts (the counters must come back to zero), two streams at once, torch.compile and CUDA-graph
-replay; which kernels ran (no merge kernel when fused); the auto choice as the heuristic says."""
+counters), spread over the split blocks (the narrow MLA kernel: decode_spread_arrive) and the second
+kernel, forced process-wide by ffpa_attn._C.set_decode_merge, against the float64 reference: the
+mma.sync kernel and (on Hopper) the narrow MLA kernel, forced split counts up to past one per tile,
+lengths 0 and 1, causal, paged; calls one after another with other shapes and counts (the counters
+must come back to zero), two streams at once, torch.compile and CUDA-graph replay; which kernels ran
+(no merge kernel when fused or spread); the auto choice as the heuristic says."""
 from __future__ import annotations
 
 import pytest
@@ -171,3 +172,35 @@ def test_auto_follows_the_heuristic():
         names = []
         run_case(2, 1, Hq, 8, 2048, D, Dv, DTYPES[-1], lens=[2048, 999], splits=splits, seed=Hq, kernels=names)
         assert any(MERGE in n for n in names) != fused, (Hq, splits, sorted(names))
+
+
+@pytest.mark.skipif(not HOPPER_MLA, reason="the narrow MLA kernel: compute capability 9.0 and 576/512 built")
+@pytest.mark.parametrize("mode", ["spread", "auto"])
+@pytest.mark.parametrize("Lq,Hq,causal,splits,page", [(1, 16, False, 2, 0), (1, 16, False, 8, 64), (2, 8, True, 5, 0),
+                                                       (7, 2, True, 3, 64), (1, 16, False, 16, 0)])
+def test_narrow_mla_spread_merge(mode, Lq, Hq, causal, splits, page):
+    """The spread merge (every split block of a row block merges a slice of the columns after all stored
+    theirs, a cooperative launch; auto's choice for the narrow kernel within one wave): against the
+    reference, lengths 0 and 1 beside a long one, twice in a row (the counters come back to zero), no
+    merge kernel."""
+    with process_mode("decode_merge", mode):
+        for rep in range(2):
+            names = []
+            run_case(3, Lq, Hq, 1, 1024, 576, 512, DTYPES[-1], causal=causal, lens=[1024, 1, 0], page=page,
+                     splits=splits, v_view_of_k=True, seed=Hq + Lq + rep, kernels=names)
+            assert any(NARROW in n for n in names) and not any(MERGE in n for n in names), sorted(names)
+        if splits == 8 and mode == "spread":  # once: each count compiles the step again (dynamo's limit: 8)
+            compile_and_graph_replay(3, 16, 1, 576, 512, seed=24, v_view_of_k=True, splits=splits)
+
+
+@pytest.mark.skipif(not HOPPER_MLA, reason="the narrow MLA kernel: compute capability 9.0 and 576/512 built")
+def test_narrow_mla_spread_merge_past_one_wave():
+    """More split blocks than SMs (3 sequences x 48 splits = 144): the blocks of a row block could wait on
+    one not yet resident, so 'spread' leaves it to the merge kernel; results as the reference."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    splits = sms // 3 + 4
+    with process_mode("decode_merge", "spread"):
+        names = []
+        run_case(3, 1, 16, 1, 64 * splits, 576, 512, DTYPES[-1], lens=[64 * splits, 1, 0], splits=splits,
+                 v_view_of_k=True, seed=5, kernels=names)
+        assert any(NARROW in n for n in names) and any(MERGE in n for n in names), sorted(names)

@@ -110,6 +110,24 @@ def test_the_merge_is_fused_where_a_block_merges_in_a_few_rounds():
     assert not fused(16, 512, 8, units=2)           # MLA 16/1 on the narrow kernel: 8 passes
 
 
+def test_the_narrow_merge_is_spread_where_its_grid_is_one_wave():
+    """csrc/launch/heuristics.h decode_spread_merge: the narrow MLA kernel's split blocks merge slices of
+    their row block (a cooperative launch: every block resident, one per SM) with more than one split and
+    at most one block per SM, in auto at most 16 splits (each block reads every split's LSEs of its rows);
+    'fused' and 'kernel' turn it off, 'spread' drops the split bound."""
+    import ffpa_attn._C as C
+    from _reference import process_mode
+
+    sp = C.decode_spread_merge
+    assert sp(8, 128, 132) and sp(2, 132, 132) and sp(16, 128, 132)  # MLA 16/1 B=16: 8 splits, 128 blocks
+    assert not sp(17, 68, 132) and not sp(132, 132, 132)  # B=1 S=65536 16/1: 132 splits
+    assert not sp(1, 16, 132)  # one split: nothing to merge
+    assert not sp(8, 133, 132)  # past one wave: the blocks of a row block could wait on one not resident
+    for mode, want in (("fused", False), ("kernel", False), ("spread", True), ("auto", True)):
+        with process_mode("decode_merge", mode):
+            assert sp(8, 128, 132) == want and sp(33, 132, 132) == (mode == "spread"), mode
+
+
 def test_longest_first_where_lengths_vary_past_one_wave():
     """Blocks take their sequences longest first (csrc/launch/heuristics.h decode_longest_first) only with
     per-sequence lengths, 2..256 sequences and more blocks than slots; 'longest' drops the wave

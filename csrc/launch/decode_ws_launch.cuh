@@ -112,7 +112,7 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     if constexpr (kHasNarrow) {
       if (!takes_narrow(p)) return cudaErrorNotSupported;
       return launch_single_cache<NarrowTraits>(p, stream, attn::decode_split_narrow_kernel<NarrowTraits>, narrow_opted_in,
-                                               p.merge_counters != nullptr);  // merged in the kernel
+                                               p.merge_counters != nullptr);  // merged in the kernel (fused or spread)
     }
     return cudaErrorNotSupported;
   }
@@ -150,6 +150,23 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     DecodeParams run = p;  // one block per SM (the kernels' shared memory)
     run.longest_first =
         decode_longest_first(p.seqlens != nullptr, p.batch, blocks_x * p.heads_kv * p.batch, num_sms(), decode_order());
+    // The spread merge: every block resident (the blocks of a row block wait for each other), or the merge kernel.
+    if (run.merge_spread) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = grid;
+      cfg.blockDim = dim3(Tr::kThreads);
+      cfg.dynamicSmemBytes = Tr::kSmemBytes;
+      cfg.stream = stream;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeCooperative;
+      attr[0].val.cooperative = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      err = cudaLaunchKernelEx(&cfg, fn, run, maps);
+      if (err == cudaSuccess) return err;
+      (void)cudaGetLastError();
+      run.merge_counters = nullptr, run.merge_spread = 0, fused_merge = false;
+    }
     fn<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(run, maps);
     err = cudaGetLastError();
     if (err != cudaSuccess || p.num_splits == 1 || fused_merge) return err;
@@ -205,8 +222,9 @@ cudaError_t DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::info(int num_stages,
   return ws_pipeline_info<Traits>(k, Impl::kernel(), query_attributes, out);
 }
 
-// One block per SM (the kernels' shared memory); the narrow kernel's 64-key tiles (its merge fused
-// where decode_fused_merge says), the MLA kernel's 64-key tiles and the 64-row kernel's 128-key tiles
+// One block per SM (the kernels' shared memory); the narrow kernel's 64-key tiles (its merge spread over
+// the split blocks where decode_spread_merge says, else fused where decode_fused_merge says), the MLA
+// kernel's 64-key tiles and the 64-row kernel's 128-key tiles
 // (the merge kernel always).
 template <typename Element, int kHeadDim, int kHeadDimV>
 DecodePlan DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) {
@@ -215,8 +233,10 @@ DecodePlan DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) 
     using Tr = typename Impl::NarrowTraits;
     out.splits = Impl::template single_cache_splits<Tr>(p);
     const int rows = static_cast<int>(std::min<int64_t>(Tr::kRows, Impl::packed_rows(p)));
-    out.fused_merge = decode_fused_merge(rows, kHeadDimV, out.splits, 32 * Tr::kConsumerWarps, kFusedMergeBatch,
-                                         kFusedMergeUnitsNarrow, decode_merge());
+    const int64_t blocks = static_cast<int64_t>(Impl::template row_blocks<Tr>(p)) * out.splits * p.heads_kv * p.batch;
+    out.spread_merge = decode_spread_merge(out.splits, blocks, num_sms(), decode_merge());
+    out.fused_merge = !out.spread_merge && decode_fused_merge(rows, kHeadDimV, out.splits, 32 * Tr::kConsumerWarps,
+                                                              kFusedMergeBatch, kFusedMergeUnitsNarrow, decode_merge());
     return out;
   }
   if (Impl::takes_mla(p)) {

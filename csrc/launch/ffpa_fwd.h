@@ -87,6 +87,7 @@ using DecodeRunFn = cudaError_t (*)(DecodeParams, cudaStream_t);
 struct DecodePlan {
   int splits = 1;
   bool fused_merge = false;
+  bool spread_merge = false;  // DecodeParams::merge_spread (two counters per row block)
 };
 using DecodePlanFn = DecodePlan (*)(DecodeParams);
 struct RegistryEntry {

@@ -210,7 +210,12 @@ constexpr int64_t kMergeWarpUnitsMin = 1024;
 // S = 16384 / 32768 / 65536 / 131072 (33 splits: 5 rounds) 38.1 / 34.3, 59.6 / 56.0, 102.8 / 99.3, 189.4 /
 // 185.8 (SDPA cuDNN 32.9, 54.6, 98.0, 184.2); B=1 S=131072 8/1 (254 splits, 32 rounds) 41.9 / 56.5; MLA 16/1
 // (8 rounds) 113.0 / 122.9. Hence 5.
-enum class DecodeMerge : int { kAuto = 0, kFused = 1, kKernel = 2 };
+// kSpread: the narrow MLA kernel's split blocks of a row block each merge a slice of its columns once all
+// stored theirs, launched cooperatively (every block resident, else the plain launch and the merge
+// kernel); auto picks it where that kernel's grid is one wave of a few splits (decode_spread_merge
+// below). Session 36, one H100, modes interleaved (us, merge kernel / spread / fused): MLA B=16 S=16384
+// 16/1 114.3 / 111.0 / 126.1, per-sequence lengths 96.4 / 94.2 / 106.2.
+enum class DecodeMerge : int { kAuto = 0, kFused = 1, kKernel = 2, kSpread = 3 };
 constexpr int kFusedMergeMaxRounds = 5;
 // A split count (asked by the caller, or the auto one) within a kernel's key tiles: at least one split,
 // at most one per tile (an empty range merges as zeros, but more splits than tiles only add blocks).
@@ -233,9 +238,22 @@ inline bool decode_longest_first(bool varlen, int batch, int64_t blocks, int64_t
   return mode == DecodeOrder::kLongest || blocks > slots;
 }
 
+// The spread merge (kSpread above) for a kernel with one block per SM: more than one split, every block
+// resident at once (blocks <= SMs: the blocks of a row block wait for each other), not forced off; in
+// auto at most kSpreadMergeMaxSplits splits: every block reads all the splits' LSEs of its rows and
+// waits for the slowest split, which outweighs the saved kernel as the count grows. Session 37, one H100,
+// MLA 576/512 bf16, modes interleaved (us, merge kernel / spread): B=16 S=16384 16/1 (8 splits) 113.3 /
+// 111.0, per-sequence lengths 96.0 / 93.9; B=8 S=8192 4/1 (16) 38.6 / 38.0, 33.7 / 33.4; B=4 S=65536 16/1
+// (33) 114.2 / 115.6, 97.5 / 98.2; B=1 S=65536 16/1 (132) 41.7 / 53.2, 38.3 / 50.3.
+constexpr int kSpreadMergeMaxSplits = 16;
+inline bool decode_spread_merge(int splits, int64_t blocks, int64_t sms, DecodeMerge mode) {
+  if (splits <= 1 || blocks > sms) return false;
+  return mode == DecodeMerge::kSpread || (mode == DecodeMerge::kAuto && splits <= kSpreadMergeMaxSplits);
+}
+
 inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int batch, int units_at_once,
                                DecodeMerge mode) {
-  if (splits <= 1 || mode == DecodeMerge::kKernel) return false;
+  if (splits <= 1 || mode == DecodeMerge::kKernel || mode == DecodeMerge::kSpread) return false;
   if (mode == DecodeMerge::kFused) return true;
   const int64_t units = static_cast<int64_t>(rows) * (head_dim_v / 4);
   const int64_t per_round = static_cast<int64_t>(threads) * units_at_once;

@@ -176,6 +176,10 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
     p.o_part = o_part.data_ptr<float>();
     p.lse_part = lse_part.data_ptr<float>();
     if (plan.fused_merge) p.merge_counters = merge_counters(B * Hkv * rows, q, stream, counters);  // >= the row blocks
+    if (plan.spread_merge) {  // two counters per row block
+      p.merge_counters = merge_counters(2 * B * Hkv * rows, q, stream, counters);
+      p.merge_spread = p.merge_counters != nullptr;
+    }
   }
   const cudaError_t err = kernel->decode_run(p, stream);
   TORCH_CHECK(err == cudaSuccess, kOp, ": kernel launch failed: ", cudaGetErrorString(err));

@@ -173,7 +173,7 @@ int decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms
 // FA-2's tensor-core path (Fa2Mma), the split-KV merge's form (DecodeMerge, launch/heuristics.h), where
 // the FA-2-style FP8 kernel gets V^T (Fp8VTranspose).
 constexpr const char* kFa2MmaNames[] = {"auto", "sync", "wgmma"};
-constexpr const char* kDecodeMergeNames[] = {"auto", "fused", "kernel"};
+constexpr const char* kDecodeMergeNames[] = {"auto", "fused", "kernel", "spread"};
 constexpr const char* kFp8VTransposeNames[] = {"auto", "kernel", "prepass"};
 constexpr const char* kDecodeOrderNames[] = {"auto", "launch", "longest"};
 static_assert(static_cast<int>(ffpa::launch::Fa2Mma::kWgmma) == 2 &&
@@ -214,6 +214,12 @@ bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int u
                                           ffpa::launch::DecodeMerge::kAuto);
 }
 
+// Whether a decode call's merge is spread over its split blocks (launch/heuristics.h), for explicit
+// sizes, under the process-wide merge setting.
+bool decode_spread_merge(int splits, int64_t blocks, int64_t sms) {
+  return ffpa::launch::decode_spread_merge(splits, blocks, sms, ffpa::launch::decode_merge());
+}
+
 // Whether a decode call's blocks take their sequences longest first (launch/heuristics.h), for
 // explicit sizes, under the process-wide order setting.
 bool decode_longest_first(bool varlen, int batch, int64_t blocks, int64_t slots) {
@@ -242,8 +248,10 @@ PYBIND11_MODULE(_C, m) {
            "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)",
            "The FA-2 tensor-core path set by set_fa2_mma");
   def_mode(m, "decode_merge", kDecodeMergeNames, &ffpa::launch::set_decode_merge, &ffpa::launch::decode_merge,
-           "Split-KV decode's merge, process-wide: 'auto' (fused into the split kernel where the launcher's "
-           "heuristic says, else the merge kernel), 'fused' (wherever the kernel has it) or 'kernel'",
+           "Split-KV decode's merge, process-wide: 'auto' (the launcher's heuristic: spread over the split "
+           "blocks where the narrow MLA kernel's grid is one wave of at most 16 splits, else fused into the "
+           "split kernel where small, else the merge kernel), 'fused' (wherever the kernel has it), 'kernel' "
+           "or 'spread' (wherever the narrow MLA kernel's grid is one wave)",
            "The split-KV merge's form set by set_decode_merge");
   def_mode(m, "decode_order", kDecodeOrderNames, &ffpa::launch::set_decode_order, &ffpa::launch::decode_order,
            "The order split-KV decode blocks take their sequences, process-wide: 'auto' (longest first where "
@@ -258,6 +266,9 @@ PYBIND11_MODULE(_C, m) {
            "The FP8 V^T form set by set_fp8_v_transpose");
   m.def("decode_fused_merge", &decode_fused_merge, py::arg("rows"), py::arg("head_dim_v"), py::arg("splits"),
         py::arg("threads"), py::arg("units") = 1, "Whether an auto decode call fuses its merge (csrc/launch/heuristics.h), for explicit sizes");
+  m.def("decode_spread_merge", &decode_spread_merge, py::arg("splits"), py::arg("blocks"), py::arg("sms"),
+        "Whether a decode call of the narrow MLA kernel spreads its merge over its split blocks "
+        "(csrc/launch/heuristics.h), for explicit sizes, under the process-wide merge setting");
   m.def("decode_longest_first", &decode_longest_first, py::arg("varlen"), py::arg("batch"), py::arg("blocks"),
         py::arg("slots"), "Whether a decode call's blocks take their sequences longest first (csrc/launch/heuristics.h)");
   if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();

@@ -104,6 +104,10 @@ struct DecodeParams : AttnParams {
   // launch and left zero after it (the last block of a row block resets its own); null: the
   // separate merge kernel combines the partials.
   int* merge_counters;
+  // With merge_counters: every split block of a row block merges a slice of its columns after all
+  // stored theirs (the narrow kernel, launched cooperatively so all are resident; kernels/decode_merge.cuh
+  // decode_spread_arrive); merge_counters then holds two counters per row block [2][B][Hkv][row blocks].
+  int merge_spread;
   // Blocks take their sequence longest first (kernels/decode_grid.cuh, decode_longest_first_batch):
   // set by the launcher with per-sequence lengths, few enough sequences and more blocks than one wave.
   int longest_first;

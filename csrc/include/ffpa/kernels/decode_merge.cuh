@@ -172,6 +172,38 @@ __device__ __forceinline__ bool decode_split_arrive(const DecodeParams& p, int64
   return *flag != 0;
 }
 
+// ---- the spread merge (DecodeParams::merge_spread: a cooperative launch, every block resident) ------
+// Every split block of a row block merges a slice of its columns once all of them stored their
+// partials: arrivals counted on merge_counters[row_block] (release: each thread's fence, a barrier,
+// one atomic), thread 0 spins until the count reaches num_splits (acquire), then a barrier; after
+// its slice, the block counts itself out on merge_counters[n_row_blocks + row_block], and the last
+// one out zeroes both (every block passed the spin by then), for the next launch on the stream.
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+template <typename Sync>
+__device__ __forceinline__ void decode_spread_arrive(const DecodeParams& p, int64_t row_block, int tid, Sync sync) {
+  __threadfence();
+  sync();
+  if (tid == 0) {
+    int* arrived = p.merge_counters + row_block;
+    atomicAdd(arrived, 1);
+    while (ld_acquire_gpu(arrived) < p.num_splits) __nanosleep(64);
+  }
+  sync();
+}
+template <typename Sync>
+__device__ __forceinline__ void decode_spread_leave(const DecodeParams& p, int64_t row_block, int64_t n_row_blocks,
+                                                    int tid, Sync sync) {
+  sync();
+  if (tid == 0 && atomicAdd(p.merge_counters + n_row_blocks + row_block, 1) == p.num_splits - 1) {
+    p.merge_counters[row_block] = 0;
+    p.merge_counters[n_row_blocks + row_block] = 0;
+  }
+}
+
 // The last split block's merge of its row block: n_rows rows (row_of(j): the packed row of the
 // block's row j, or -1 past the last) in (row, 4 columns) units, kUnits units a thread at a time
 // (units u, u + kThreads, ...: their loads in flight together), the splits' LSEs and partials
@@ -180,12 +212,15 @@ __device__ __forceinline__ bool decode_split_arrive(const DecodeParams& p, int64
 // dtype and the natural-log LSE. The rows row_of() keeps are a prefix of the block's (both callers:
 // rows past the last query position or packed row come last), so a thread stops at its first unit
 // past them.
+// Columns [4 q0, 4 (q0 + n_quads)) only where given (the spread merge: each split block of the row
+// block merges a slice of the columns).
 template <typename Element, int kHeadDimV, int kThreads, int kUnits, typename RowOf>
 __device__ __forceinline__ void decode_merge_rows(const DecodeParams& p, int batch, int head_kv, int n_rows, RowOf row_of,
-                                                  int tid) {
+                                                  int tid, int q0 = 0, int n_quads = kHeadDimV / 4) {
   static_assert(kHeadDimV % 4 == 0, "a unit is 4 output columns");
   static_assert(kUnits >= 1, "at least one unit a thread");
-  constexpr int kQuads = kHeadDimV / 4, kU = kUnits, kB = kFusedMergeBatch;
+  constexpr int kU = kUnits, kB = kFusedMergeBatch;
+  const int kQuads = n_quads;
   const int group = p.heads_q / p.heads_kv;
   const int rows = group * p.len_q;
   const int n_units = n_rows * kQuads;
@@ -197,7 +232,7 @@ __device__ __forceinline__ void decode_merge_rows(const DecodeParams& p, int bat
     for (int k = 0; k < kU; ++k) {
       const int u = u0 + k * kThreads;
       row[k] = u < n_units ? row_of(u / kQuads) : -1;
-      c[k] = 4 * (u % kQuads);
+      c[k] = 4 * (q0 + u % kQuads);
     }
     if (row[0] < 0) break;  // past the block's last row: so are this thread's later units
     float m[kU], l[kU];

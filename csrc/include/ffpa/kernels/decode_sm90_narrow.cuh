@@ -238,7 +238,37 @@ struct DecodeNarrow {
       if (lane == 0) ring.consumer_release(st);
     }
     store(p, w, warp, g, t4, red_sum, o, row_max, row_sum);
-    if (p.num_splits > 1 && p.merge_counters != nullptr) merge_if_last(p, w, reinterpret_cast<int*>(red_max));
+    if (p.num_splits > 1 && p.merge_counters != nullptr) {
+      if (p.merge_spread)
+        merge_spread(p, w);
+      else
+        merge_if_last(p, w, reinterpret_cast<int*>(red_max));
+    }
+  }
+
+  // The spread merge (DecodeParams::merge_spread): once every split of the row block stored its
+  // partials, this one merges its slice of the columns (kernels/decode_merge.cuh).
+  static __device__ __forceinline__ void merge_spread(const DecodeParams& p, const Work& w) {
+    const RowPacking<kRows> pack(w.group, p.len_q);
+    const int64_t row_block =
+        (static_cast<int64_t>(w.batch) * p.heads_kv + w.head_kv) * pack.blocks + w.m_block;
+    const int64_t n_row_blocks = static_cast<int64_t>(p.batch) * p.heads_kv * pack.blocks;
+    const int tid = threadIdx.x;
+    const auto sync = [] { ptx::named_barrier_sync(kBarTile, 128); };
+    kernels::decode_spread_arrive(p, row_block, tid, sync);
+    constexpr int kQuads = Traits::kHeadDimV / 4;
+    const int per = (kQuads + p.num_splits - 1) / p.num_splits;
+    const int q0 = min(kQuads, w.split * per), nq = min(kQuads, q0 + per) - q0;
+    const int i0 = w.i0, g0 = w.g0, rows_per_i = w.rows_per_i, group = w.group, len_q = p.len_q;
+    if (nq > 0)
+      kernels::decode_merge_rows<Element, Traits::kHeadDimV, 32 * Traits::kConsumerWarps, kFusedMergeUnitsNarrow>(
+          p, w.batch, w.head_kv, kRows,
+          [=](int j) {
+            const int i = i0 + j / rows_per_i;
+            return i < len_q ? i * group + g0 + j % rows_per_i : -1;
+          },
+          tid, q0, nq);
+    kernels::decode_spread_leave(p, row_block, n_row_blocks, tid, sync);
   }
 
   // The fused merge (DecodeParams::merge_counters) over the consumer warpgroup (the producer warp
