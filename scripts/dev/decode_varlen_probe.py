@@ -10,6 +10,8 @@ read, interleaved, medians), GB/s of the keys the lengths cover, these cells:
   halves    half the sequences S, half S/2 (the draw's extremes)
 MODES: the merge forms timed (set_decode_merge), ORDERS: the block orders (set_decode_order; "balanced":
 scripts/dev/decode_balanced_splits.patch), each cell under every pair.
+PROFILE=1 adds, per cell, each decode kernel's mean device time (torch profiler, flushed calls) and the
+call replayed from a CUDA graph (the bench's timer; no host time between flush and call).
 Usage: SHAPE="16,16384,16,1,576,512" MODES="auto,kernel" ORDERS="auto" python3 scripts/dev/decode_varlen_probe.py"""
 import os
 import sys
@@ -70,3 +72,35 @@ print(torch.cuda.get_device_name(), f"B{B} S{S} {Hq}/{Hkv} D{D}/{Dv}, copy ceili
 for name, x, gb in zip(names, t, gbs):
     print(f"{name:24s} {x * 1e3:8.1f} us {gb / (x * 1e-3):7.0f} GB/s {gb / (x * 1e-3) / copy:.3f}x "
           f"({gb * 1e3 / 1.073741824:.0f} MiB)")
+
+
+def kernel_us(fn, n=20):
+    fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            flush()
+            fn()
+        torch.cuda.synchronize()
+    out = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA and "decode" in e.name:
+            out.setdefault(e.name.split("<")[0].split("(")[0][-28:], []).append(e.time_range.end - e.time_range.start)
+    return " ".join(f"{k} {sum(v) / len(v):.1f}" for k, v in out.items())
+
+
+def graphed(fn):
+    fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
+if os.environ.get("PROFILE") == "1":
+    gfns = [graphed(fn) for fn in fns]
+    tg = time_interleaved(gfns, 10, 80, flush=flush)
+    for name, fn, x, xg, gb in zip(names, fns, t, tg, gbs):
+        print(f"{name:24s} eager {x * 1e3:6.1f} graph {xg * 1e3:6.1f} us ({gb / (xg * 1e-3) / copy:.3f}x); "
+              f"kernels (us): {kernel_us(fn)}")
