@@ -163,7 +163,7 @@ for d, dv, hq in cases if "decode" in PARTS else ():
                 torch.cuda.synchronize()
                 assert torch.isfinite(out).all()
 # MLA's single cache (V a view of K) with 16, 64 and 128 rows per KV head: on Hopper the narrow
-# (transposed) kernel and the MLA kernel (one and two row blocks).
+# (transposed) kernel and the MLA kernel (one and two row blocks); the narrow kernel's spread merge.
 if (576, 512) in set(dec) and "decode" in PARTS:
     g = torch.Generator(device="cuda").manual_seed(576)
     kc = torch.randn(4, 160, 1, 576, device="cuda", dtype=dt, generator=g)
@@ -179,6 +179,15 @@ if (576, 512) in set(dec) and "decode" in PARTS:
                                        strict=True)
                 torch.cuda.synchronize()
                 assert torch.isfinite(out).all()
+    # The narrow kernel's spread merge (a cooperative launch: the split blocks of a row block wait for each
+    # other, then each merges a slice of the columns), 3 splits, contiguous and paged.
+    q = torch.randn(4, 1, 16, 576, device="cuda", dtype=dt, generator=g)
+    C.set_decode_order("launch")
+    C.set_decode_merge("spread")
+    for cache, tab in ((kc, None), (pk, table)):
+        out = ffpa_attn.decode(q, cache, cache[..., :512], block_table=tab, cache_seqlens=lens, num_splits=3, strict=True)
+        torch.cuda.synchronize()
+        assert torch.isfinite(out).all()
 C.set_decode_merge("auto")
 C.set_decode_order("auto")
 # The FP8 kernel (Hopper): each head dim, causal both alignments and not, the two masks, GQA, per-head
