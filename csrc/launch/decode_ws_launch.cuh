@@ -20,6 +20,7 @@
 #include "ffpa/kernels/decode_sm90_narrow.cuh"
 #include "ffpa/kernels/decode_sm90_ws.cuh"
 #include "ffpa/traits/ffpa_traits.h"
+#include "launch/cluster_launch.h"
 #include "launch/decode_merge_launch.cuh"
 #include "launch/fwd_launcher.h"
 #include "launch/heuristics.h"
@@ -152,17 +153,7 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
         decode_longest_first(p.seqlens != nullptr, p.batch, blocks_x * p.heads_kv * p.batch, num_sms(), decode_order());
     // The spread merge: every block resident (the blocks of a row block wait for each other), or the merge kernel.
     if (run.merge_spread) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = grid;
-      cfg.blockDim = dim3(Tr::kThreads);
-      cfg.dynamicSmemBytes = Tr::kSmemBytes;
-      cfg.stream = stream;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeCooperative;
-      attr[0].val.cooperative = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      err = cudaLaunchKernelEx(&cfg, fn, run, maps);
+      err = launch_cooperative(fn, grid, dim3(Tr::kThreads), Tr::kSmemBytes, stream, run, maps);
       if (err == cudaSuccess) return err;
       (void)cudaGetLastError();
       run.merge_counters = nullptr, run.merge_spread = 0, fused_merge = false;

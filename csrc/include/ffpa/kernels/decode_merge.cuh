@@ -178,11 +178,6 @@ __device__ __forceinline__ bool decode_split_arrive(const DecodeParams& p, int64
 // one atomic), thread 0 spins until the count reaches num_splits (acquire), then a barrier; after
 // its slice, the block counts itself out on merge_counters[n_row_blocks + row_block], and the last
 // one out zeroes both (every block passed the spin by then), for the next launch on the stream.
-__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 template <typename Sync>
 __device__ __forceinline__ void decode_spread_arrive(const DecodeParams& p, int64_t row_block, int tid, Sync sync) {
   __threadfence();
@@ -190,7 +185,7 @@ __device__ __forceinline__ void decode_spread_arrive(const DecodeParams& p, int6
   if (tid == 0) {
     int* arrived = p.merge_counters + row_block;
     atomicAdd(arrived, 1);
-    while (ld_acquire_gpu(arrived) < p.num_splits) __nanosleep(64);
+    while (ptx::ld_acquire_gpu(arrived) < p.num_splits) __nanosleep(64);
   }
   sync();
 }

@@ -246,12 +246,25 @@ struct DecodeNarrow {
     }
   }
 
+  // Both merges' view of block w's row block: its index among the call's (its counters), and its row j
+  // as the KV head's packed row (or -1 past the last query position).
+  static __device__ __forceinline__ int64_t row_block_of(const DecodeParams& p, const Work& w,
+                                                         const RowPacking<kRows>& pack) {
+    return (static_cast<int64_t>(w.batch) * p.heads_kv + w.head_kv) * pack.blocks + w.m_block;
+  }
+  static __device__ __forceinline__ auto packed_row_of(const DecodeParams& p, const Work& w) {
+    const int i0 = w.i0, g0 = w.g0, rows_per_i = w.rows_per_i, group = w.group, len_q = p.len_q;
+    return [=](int j) {
+      const int i = i0 + j / rows_per_i;
+      return i < len_q ? i * group + g0 + j % rows_per_i : -1;
+    };
+  }
+
   // The spread merge (DecodeParams::merge_spread): once every split of the row block stored its
   // partials, this one merges its slice of the columns (kernels/decode_merge.cuh).
   static __device__ __forceinline__ void merge_spread(const DecodeParams& p, const Work& w) {
     const RowPacking<kRows> pack(w.group, p.len_q);
-    const int64_t row_block =
-        (static_cast<int64_t>(w.batch) * p.heads_kv + w.head_kv) * pack.blocks + w.m_block;
+    const int64_t row_block = row_block_of(p, w, pack);
     const int64_t n_row_blocks = static_cast<int64_t>(p.batch) * p.heads_kv * pack.blocks;
     const int tid = threadIdx.x;
     const auto sync = [] { ptx::named_barrier_sync(kBarTile, 128); };
@@ -259,15 +272,9 @@ struct DecodeNarrow {
     constexpr int kQuads = Traits::kHeadDimV / 4;
     const int per = (kQuads + p.num_splits - 1) / p.num_splits;
     const int q0 = min(kQuads, w.split * per), nq = min(kQuads, q0 + per) - q0;
-    const int i0 = w.i0, g0 = w.g0, rows_per_i = w.rows_per_i, group = w.group, len_q = p.len_q;
     if (nq > 0)
       kernels::decode_merge_rows<Element, Traits::kHeadDimV, 32 * Traits::kConsumerWarps, kFusedMergeUnitsNarrow>(
-          p, w.batch, w.head_kv, kRows,
-          [=](int j) {
-            const int i = i0 + j / rows_per_i;
-            return i < len_q ? i * group + g0 + j % rows_per_i : -1;
-          },
-          tid, q0, nq);
+          p, w.batch, w.head_kv, kRows, packed_row_of(p, w), tid, q0, nq);
     kernels::decode_spread_leave(p, row_block, n_row_blocks, tid, sync);
   }
 
@@ -275,19 +282,11 @@ struct DecodeNarrow {
   // has left): this split counts itself in on its row block, the last merges it
   // (kernels/decode_merge.cuh). `flag`: the row-max scratch, read by no thread any more.
   static __device__ __forceinline__ void merge_if_last(const DecodeParams& p, const Work& w, int* flag) {
-    const RowPacking<kRows> pack(w.group, p.len_q);
-    const int64_t row_block =
-        (static_cast<int64_t>(w.batch) * p.heads_kv + w.head_kv) * pack.blocks + w.m_block;
+    const int64_t row_block = row_block_of(p, w, RowPacking<kRows>(w.group, p.len_q));
     const int tid = threadIdx.x;
     if (!kernels::decode_split_arrive(p, row_block, tid, flag, [] { ptx::named_barrier_sync(kBarTile, 128); })) return;
-    const int i0 = w.i0, g0 = w.g0, rows_per_i = w.rows_per_i, group = w.group, len_q = p.len_q;
     kernels::decode_merge_rows<Element, Traits::kHeadDimV, 32 * Traits::kConsumerWarps, kFusedMergeUnitsNarrow>(
-        p, w.batch, w.head_kv, kRows,
-        [=](int j) {
-          const int i = i0 + j / rows_per_i;
-          return i < len_q ? i * group + g0 + j % rows_per_i : -1;
-        },
-        tid);
+        p, w.batch, w.head_kv, kRows, packed_row_of(p, w), tid);
   }
 
   // Row sums across lanes and warps, then O / l (one split) or the fp32 partial and its base-2 LSE.

@@ -1,4 +1,4 @@
-// ffpa::ptx programmatic dependent launch (sm_90): a kernel launched with the programmatic
+// ffpa::ptx ordering between grids and blocks. Programmatic dependent launch (sm_90): a kernel launched with the programmatic
 // stream-serialization attribute may start while the kernel before it in the stream still runs,
 // once every block of that one has called launch_dependents (or exited); it must call
 // grid_dependency_wait before reading what that kernel wrote, which returns once that whole grid
@@ -25,6 +25,15 @@ __device__ __forceinline__ void grid_dependency_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
+}
+
+// A 32-bit load with acquire semantics at GPU scope: what other blocks wrote before their release (an
+// atomic after a fence) is visible to this thread's later reads. For a block polling a counter that
+// blocks of the same grid increment (the decode spread merge, kernels/decode_merge.cuh).
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 }  // namespace ffpa::ptx
