@@ -204,3 +204,21 @@ def test_narrow_mla_spread_merge_past_one_wave():
         run_case(3, 1, 16, 1, 64 * splits, 576, 512, DTYPES[-1], lens=[64 * splits, 1, 0], splits=splits,
                  v_view_of_k=True, seed=5, kernels=names)
         assert any(NARROW in n for n in names) and any(MERGE in n for n in names), sorted(names)
+
+
+@pytest.mark.skipif(not HOPPER_MLA, reason="the narrow MLA kernel: compute capability 9.0 and 576/512 built")
+@pytest.mark.parametrize("order", ["balanced", "auto"])
+@pytest.mark.parametrize("Lq,Hq,causal,splits,page", [(1, 16, False, 2, 0), (1, 16, False, 8, 64), (2, 8, True, 5, 0),
+                                                       (7, 2, True, 4, 32), (1, 16, False, 16, 0)])
+def test_narrow_mla_balanced_splits(order, Lq, Hq, causal, splits, page):
+    """Balanced splits under the spread merge (kernels/decode_grid.cuh decode_balanced_starts: the split
+    blocks dealt to the sequences by length, each sequence's partials in consecutive slots): against the
+    reference, lengths with ties, 0, 1 and the capacity (a sequence of no keys still gets a block), twice
+    in a row (the counters come back to zero), no merge kernel."""
+    lens = [320, 0, 1, 319, 320, 64, 65, 200, 320]
+    with process_mode("decode_order", order):
+        for rep in range(2):
+            names = []
+            run_case(len(lens), Lq, Hq, 1, 320, 576, 512, DTYPES[-1], causal=causal, lens=lens, page=page,
+                     splits=splits, v_view_of_k=True, seed=Hq + Lq + rep + 40, kernels=names)
+            assert any(NARROW in n for n in names) and not any(MERGE in n for n in names), sorted(names)

@@ -146,6 +146,24 @@ def test_longest_first_where_lengths_vary_past_one_wave():
     with process_mode("decode_order", "launch"):
         assert not lf(True, 128, 256, 132)
     assert C.get_decode_order() == "auto"
-    with pytest.raises(ValueError, match="set_decode_order: `mode` must be 'auto', 'launch' or 'longest'"):
+    with pytest.raises(ValueError, match="set_decode_order: `mode` must be 'auto', 'launch', 'longest' or 'balanced'"):
         C.set_decode_order("shortest")
     assert C.get_decode_order() == "auto"
+
+
+def test_balanced_splits_where_lengths_vary_within_one_wave():
+    """csrc/launch/heuristics.h decode_balanced_splits (the narrow MLA kernel under the spread merge): per-
+    sequence lengths, 2..256 sequences, at least 4 splits a sequence in auto; 'balanced' drops the split
+    bound, 'launch' and 'longest' turn it off."""
+    import ffpa_attn._C as C
+    from _reference import process_mode
+
+    bal = C.decode_balanced_splits
+    assert bal(True, 16, 8) and bal(True, 256, 4)  # MLA 16/1 B=16: 8 splits
+    assert not bal(True, 16, 3) and not bal(True, 16, 1)  # few splits: whole-block shares round badly
+    assert not bal(False, 16, 8) and not bal(True, 1, 8) and not bal(True, 257, 8)
+    with process_mode("decode_order", "balanced"):
+        assert bal(True, 16, 2) and not bal(True, 16, 1) and not bal(False, 16, 8)
+    for order in ("launch", "longest"):
+        with process_mode("decode_order", order):
+            assert not bal(True, 16, 8)

@@ -156,7 +156,7 @@ struct DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::Impl {
       err = launch_cooperative(fn, grid, dim3(Tr::kThreads), Tr::kSmemBytes, stream, run, maps);
       if (err == cudaSuccess) return err;
       (void)cudaGetLastError();
-      run.merge_counters = nullptr, run.merge_spread = 0, fused_merge = false;
+      run.merge_counters = nullptr, run.merge_spread = 0, run.balanced_splits = 0, fused_merge = false;
     }
     fn<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(run, maps);
     err = cudaGetLastError();
@@ -226,6 +226,8 @@ DecodePlan DecodeWsLauncher<Element, kHeadDim, kHeadDimV>::plan(DecodeParams p) 
     const int rows = static_cast<int>(std::min<int64_t>(Tr::kRows, Impl::packed_rows(p)));
     const int64_t blocks = static_cast<int64_t>(Impl::template row_blocks<Tr>(p)) * out.splits * p.heads_kv * p.batch;
     out.spread_merge = decode_spread_merge(out.splits, blocks, num_sms(), decode_merge());
+    out.balanced = out.spread_merge && Impl::template row_blocks<Tr>(p) == 1 &&
+                   decode_balanced_splits(p.seqlens != nullptr, p.batch, out.splits, decode_order());
     out.fused_merge = !out.spread_merge && decode_fused_merge(rows, kHeadDimV, out.splits, 32 * Tr::kConsumerWarps,
                                                               kFusedMergeBatch, kFusedMergeUnitsNarrow, decode_merge());
     return out;

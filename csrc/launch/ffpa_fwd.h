@@ -36,7 +36,7 @@ void set_decode_merge(DecodeMerge mode);
 DecodeMerge decode_merge();
 
 // The order split-KV decode blocks take their sequences, process-wide (launch/heuristics.h
-// DecodeOrder): kAuto lets the launchers choose per call, kLaunch / kLongest force one.
+// DecodeOrder): kAuto lets the launchers choose per call, kLaunch / kLongest / kBalanced force one.
 void set_decode_order(DecodeOrder mode);
 DecodeOrder decode_order();
 
@@ -88,6 +88,7 @@ struct DecodePlan {
   int splits = 1;
   bool fused_merge = false;
   bool spread_merge = false;  // DecodeParams::merge_spread (two counters per row block)
+  bool balanced = false;      // DecodeParams::balanced_splits (with spread_merge only)
 };
 using DecodePlanFn = DecodePlan (*)(DecodeParams);
 struct RegistryEntry {

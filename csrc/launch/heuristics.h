@@ -231,8 +231,8 @@ inline int clamp_decode_splits(int splits, int key_tiles) {
 // only where the blocks exceed one wave (within one all start together) and the batch is small enough
 // for each block to rank the lengths itself (O(batch) per thread, before its first load).
 // kLongest forces it wherever it can run (per-sequence lengths, that batch), kLaunch never (the
-// process-wide setting: tests and the A/B).
-enum class DecodeOrder : int { kAuto = 0, kLaunch = 1, kLongest = 2 };
+// process-wide setting: tests and the A/B). kBalanced: balanced splits (decode_balanced_splits below).
+enum class DecodeOrder : int { kAuto = 0, kLaunch = 1, kLongest = 2, kBalanced = 3 };
 inline bool decode_longest_first(bool varlen, int batch, int64_t blocks, int64_t slots, DecodeOrder mode) {
   if (mode == DecodeOrder::kLaunch || !varlen || batch <= 1 || batch > kDecodeLongestFirstMaxBatch) return false;
   return mode == DecodeOrder::kLongest || blocks > slots;
@@ -249,6 +249,21 @@ constexpr int kSpreadMergeMaxSplits = 16;
 inline bool decode_spread_merge(int splits, int64_t blocks, int64_t sms, DecodeMerge mode) {
   if (splits <= 1 || blocks > sms) return false;
   return mode == DecodeMerge::kSpread || (mode == DecodeMerge::kAuto && splits <= kSpreadMergeMaxSplits);
+}
+
+// Balanced splits (kernels/decode_grid.cuh decode_balanced_starts) for the narrow MLA kernel under the
+// spread merge (one wave: longest first has nothing to reorder there): with per-sequence lengths, 2..256
+// sequences and at least kBalancedMinSplits splits a sequence (the shares are whole blocks: with two a
+// sequence, rounding left some sequences one block with twice the keys, session 28's B=64 S=4096 8/1 16%
+// slower); kBalanced drops the split bound, kLaunch / kLongest turn it off. Session 38, one H100, two
+// rounds (scripts/dev/decode_varlen_probe.py, bf16 B=16 S=16384 16/1, 8 splits, x copy ceiling, launch
+// order / balanced): lengths drawn in [S/2, S] 0.813 / 0.826, 0.806 / 0.819; every length 3S/4 0.851 /
+// 0.842, 0.845 / 0.835 (the shares' arithmetic before the first load; nothing to balance there).
+constexpr int kBalancedMinSplits = 4;
+inline bool decode_balanced_splits(bool varlen, int batch, int splits, DecodeOrder mode) {
+  if (!varlen || batch <= 1 || batch > kDecodeLongestFirstMaxBatch || splits <= 1) return false;
+  if (mode == DecodeOrder::kLaunch || mode == DecodeOrder::kLongest) return false;
+  return mode == DecodeOrder::kBalanced || splits >= kBalancedMinSplits;
 }
 
 inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads, int batch, int units_at_once,

@@ -179,6 +179,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_decode_cuda(const at::Tensor& q, const a
     if (plan.spread_merge) {  // two counters per row block
       p.merge_counters = merge_counters(2 * B * Hkv * rows, q, stream, counters);
       p.merge_spread = p.merge_counters != nullptr;
+      p.balanced_splits = plan.balanced && p.merge_spread;
     }
   }
   const cudaError_t err = kernel->decode_run(p, stream);

@@ -175,7 +175,7 @@ int decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms
 constexpr const char* kFa2MmaNames[] = {"auto", "sync", "wgmma"};
 constexpr const char* kDecodeMergeNames[] = {"auto", "fused", "kernel", "spread"};
 constexpr const char* kFp8VTransposeNames[] = {"auto", "kernel", "prepass"};
-constexpr const char* kDecodeOrderNames[] = {"auto", "launch", "longest"};
+constexpr const char* kDecodeOrderNames[] = {"auto", "launch", "longest", "balanced"};
 static_assert(static_cast<int>(ffpa::launch::Fa2Mma::kWgmma) == 2 &&
                   static_cast<int>(ffpa::launch::DecodeMerge::kKernel) == 2 &&
                   static_cast<int>(ffpa::launch::Fp8VTranspose::kPrepass) == 2,
@@ -220,6 +220,12 @@ bool decode_spread_merge(int splits, int64_t blocks, int64_t sms) {
   return ffpa::launch::decode_spread_merge(splits, blocks, sms, ffpa::launch::decode_merge());
 }
 
+// Whether a narrow-MLA decode call under the spread merge deals its split blocks by length
+// (launch/heuristics.h), for explicit sizes, under the process-wide order setting.
+bool decode_balanced_splits(bool varlen, int batch, int splits) {
+  return ffpa::launch::decode_balanced_splits(varlen, batch, splits, ffpa::launch::decode_order());
+}
+
 // Whether a decode call's blocks take their sequences longest first (launch/heuristics.h), for
 // explicit sizes, under the process-wide order setting.
 bool decode_longest_first(bool varlen, int batch, int64_t blocks, int64_t slots) {
@@ -255,8 +261,10 @@ PYBIND11_MODULE(_C, m) {
            "The split-KV merge's form set by set_decode_merge");
   def_mode(m, "decode_order", kDecodeOrderNames, &ffpa::launch::set_decode_order, &ffpa::launch::decode_order,
            "The order split-KV decode blocks take their sequences, process-wide: 'auto' (longest first where "
-           "per-sequence lengths, at most 256 sequences and more blocks than one wave; else launch order), "
-           "'launch' or 'longest' (wherever per-sequence lengths and at most 256 sequences)",
+           "per-sequence lengths, at most 256 sequences and more blocks than one wave; the narrow MLA kernel's "
+           "spread merge: balanced splits from 4 splits a sequence; else launch order), 'launch', 'longest' "
+           "(wherever per-sequence lengths and at most 256 sequences) or 'balanced' (split blocks dealt in "
+           "proportion to the lengths wherever the narrow MLA kernel spreads its merge)",
            "The decode block order set by set_decode_order");
   def_mode(m, "fp8_v_transpose", kFp8VTransposeNames, &ffpa::launch::set_fp8_v_transpose,
            &ffpa::launch::fp8_v_transpose,
@@ -269,6 +277,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("decode_spread_merge", &decode_spread_merge, py::arg("splits"), py::arg("blocks"), py::arg("sms"),
         "Whether a decode call of the narrow MLA kernel spreads its merge over its split blocks "
         "(csrc/launch/heuristics.h), for explicit sizes, under the process-wide merge setting");
+  m.def("decode_balanced_splits", &decode_balanced_splits, py::arg("varlen"), py::arg("batch"), py::arg("splits"),
+        "Whether a narrow-MLA decode call under the spread merge deals its split blocks by length "
+        "(csrc/launch/heuristics.h), for explicit sizes");
   m.def("decode_longest_first", &decode_longest_first, py::arg("varlen"), py::arg("batch"), py::arg("blocks"),
         py::arg("slots"), "Whether a decode call's blocks take their sequences longest first (csrc/launch/heuristics.h)");
   if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();

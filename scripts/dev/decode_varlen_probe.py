@@ -9,7 +9,7 @@ read, interleaved, medians), GB/s of the keys the lengths cover, these cells:
   sorted    the same draw sorted (which sequence sits where)
   halves    half the sequences S, half S/2 (the draw's extremes)
 MODES: the merge forms timed (set_decode_merge), ORDERS: the block orders (set_decode_order; "balanced":
-scripts/dev/decode_balanced_splits.patch), each cell under every pair.
+the narrow MLA kernel under the spread merge), each cell under every pair.
 PROFILE=1 adds, per cell, each decode kernel's mean device time (torch profiler, flushed calls) and the
 call replayed from a CUDA graph (the bench's timer; no host time between flush and call).
 Usage: SHAPE="16,16384,16,1,576,512" MODES="auto,kernel" ORDERS="auto" python3 scripts/dev/decode_varlen_probe.py"""

@@ -111,6 +111,11 @@ struct DecodeParams : AttnParams {
   // Blocks take their sequence longest first (kernels/decode_grid.cuh, decode_longest_first_batch):
   // set by the launcher with per-sequence lengths, few enough sequences and more blocks than one wave.
   int longest_first;
+  // Balanced splits (kernels/decode_grid.cuh decode_balanced_starts; the narrow MLA kernel with the spread
+  // merge): a KV head's batch x num_splits split blocks dealt to the sequences in proportion to their
+  // lengths; block k's partial in slot k ([slot][Hkv][rows] of the layout above, slot in place of split x
+  // B + batch).
+  int balanced_splits;
 };
 
 // V is the first Dv columns of K, read through the same pointer and strides (MLA's single cache):

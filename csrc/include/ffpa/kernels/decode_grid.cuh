@@ -12,6 +12,7 @@
 // explain. The bench's decode shapes (L2 flushed, cache written long before) moved less than 1%; the
 // compiled Hugging Face step did not move.
 #pragma once
+#include <cstdint>
 
 namespace ffpa::kernels {
 
@@ -56,6 +57,66 @@ __device__ __forceinline__ int decode_longest_first_batch(const int* seqlens, in
   const int mine = scratch[batch];
   __syncthreads();  // every thread has read it: the caller may write scratch
   return mine;
+}
+
+// Balanced splits (DecodeParams::balanced_splits; the narrow MLA kernel with per-sequence lengths, its
+// grid one wave): the batch x splits split blocks of a KV head are dealt to the sequences in proportion
+// to their lengths instead of `splits` each, so every block walks about as many keys: within one wave
+// nothing fills the SMs a short sequence's blocks leave, and the blocks left streaming at the end run no
+// faster (two stages in flight an SM; docs/tuning_decode.md session 37). Sequence b takes the blocks
+// [start_b, start_b+1): one each, and of extra = batch x (splits - 1) the share
+//   start_b = b + floor(extra x W_b / W),  W_b the keys before b, W all (lengths clamped to the cache),
+// in 64-bit integers (exact: every block derives the same starts). A block's partial goes to slot k, its
+// index among the KV head's split blocks, so a sequence's partials are consecutive slots.
+// Every thread of the block calls it (two barriers): writes start_b, b = 0 .. batch (start_batch = batch
+// x splits) into scratch (batch + 1 ints, batch at most kDecodeLongestFirstMaxBatch); warp 0 scans.
+__device__ __forceinline__ void decode_balanced_starts(const int* seqlens, int len_kv, int batch, int splits,
+                                                       int* scratch) {
+  __syncthreads();  // scratch may still be read by the caller's earlier use
+  if (threadIdx.x < 32) {
+    const int lane = static_cast<int>(threadIdx.x);
+    const int64_t extra = static_cast<int64_t>(batch) * (splits - 1);
+    int64_t total = 0;
+    for (int b = lane; b < batch; b += 32) total += min(max(__ldg(seqlens + b), 0), len_kv);
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) total += __shfl_xor_sync(0xffffffffu, total, o);
+    int64_t before = 0;  // keys of the sequences of earlier chunks
+    for (int c = 0; c < batch; c += 32) {
+      const int b = c + lane;
+      const int64_t len = b < batch ? min(max(__ldg(seqlens + b), 0), len_kv) : 0;
+      int64_t incl = len;
+#pragma unroll
+      for (int o = 1; o < 32; o *= 2) {
+        const int64_t y = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += y;
+      }
+      // all empty: no weights, the last sequence takes the extras
+      if (b < batch) scratch[b] = b + static_cast<int>(total > 0 ? extra * (before + incl - len) / total : 0);
+      before += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    if (lane == 0) scratch[batch] = batch * splits;
+  }
+  __syncthreads();
+}
+
+// Split block k (0 .. batch x splits - 1) under balanced splits: its sequence, its key range's index
+// among the sequence's, and their count. Every thread calls it (three barriers); scratch as above, free
+// again when it returns.
+struct DecodeSplitOf {
+  int batch, split, splits;
+};
+__device__ __forceinline__ DecodeSplitOf decode_balanced_split(const int* seqlens, int len_kv, int batch, int splits,
+                                                               int k, int* scratch) {
+  decode_balanced_starts(seqlens, len_kv, batch, splits, scratch);
+  int lo = 0, hi = batch - 1;  // the last sequence whose first block is at or before k
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (scratch[mid] <= k) lo = mid;
+    else hi = mid - 1;
+  }
+  const DecodeSplitOf out{lo, k - scratch[lo], scratch[lo + 1] - scratch[lo]};
+  __syncthreads();  // every thread has read scratch
+  return out;
 }
 
 }  // namespace ffpa::kernels

@@ -178,22 +178,24 @@ __device__ __forceinline__ bool decode_split_arrive(const DecodeParams& p, int64
 // one atomic), thread 0 spins until the count reaches num_splits (acquire), then a barrier; after
 // its slice, the block counts itself out on merge_counters[n_row_blocks + row_block], and the last
 // one out zeroes both (every block passed the spin by then), for the next launch on the stream.
+// `splits`: the row block's split blocks (num_splits, or its sequence's share under balanced splits).
 template <typename Sync>
-__device__ __forceinline__ void decode_spread_arrive(const DecodeParams& p, int64_t row_block, int tid, Sync sync) {
+__device__ __forceinline__ void decode_spread_arrive(const DecodeParams& p, int64_t row_block, int splits, int tid,
+                                                     Sync sync) {
   __threadfence();
   sync();
   if (tid == 0) {
     int* arrived = p.merge_counters + row_block;
     atomicAdd(arrived, 1);
-    while (ptx::ld_acquire_gpu(arrived) < p.num_splits) __nanosleep(64);
+    while (ptx::ld_acquire_gpu(arrived) < splits) __nanosleep(64);
   }
   sync();
 }
 template <typename Sync>
 __device__ __forceinline__ void decode_spread_leave(const DecodeParams& p, int64_t row_block, int64_t n_row_blocks,
-                                                    int tid, Sync sync) {
+                                                    int splits, int tid, Sync sync) {
   sync();
-  if (tid == 0 && atomicAdd(p.merge_counters + n_row_blocks + row_block, 1) == p.num_splits - 1) {
+  if (tid == 0 && atomicAdd(p.merge_counters + n_row_blocks + row_block, 1) == splits - 1) {
     p.merge_counters[row_block] = 0;
     p.merge_counters[n_row_blocks + row_block] = 0;
   }
@@ -208,10 +210,16 @@ __device__ __forceinline__ void decode_spread_leave(const DecodeParams& p, int64
 // rows past the last query position or packed row come last), so a thread stops at its first unit
 // past them.
 // Columns [4 q0, 4 (q0 + n_quads)) only where given (the spread merge: each split block of the row
-// block merges a slice of the columns).
+// block merges a slice of the columns). The partials: split s of the row at item0 + s x split_stride of
+// [splits][B][Hkv][rows]; under balanced splits (`slots`, count >= 0) the sequence's consecutive slots.
+struct DecodeMergeSlots {
+  int64_t item0, stride;  // packed row 0 of the first partial; rows from one partial to the next
+  int count;              // -1: the split layout above
+};
 template <typename Element, int kHeadDimV, int kThreads, int kUnits, typename RowOf>
 __device__ __forceinline__ void decode_merge_rows(const DecodeParams& p, int batch, int head_kv, int n_rows, RowOf row_of,
-                                                  int tid, int q0 = 0, int n_quads = kHeadDimV / 4) {
+                                                  int tid, int q0 = 0, int n_quads = kHeadDimV / 4,
+                                                  DecodeMergeSlots slots = DecodeMergeSlots{0, 0, -1}) {
   static_assert(kHeadDimV % 4 == 0, "a unit is 4 output columns");
   static_assert(kUnits >= 1, "at least one unit a thread");
   constexpr int kU = kUnits, kB = kFusedMergeBatch;
@@ -219,8 +227,10 @@ __device__ __forceinline__ void decode_merge_rows(const DecodeParams& p, int bat
   const int group = p.heads_q / p.heads_kv;
   const int rows = group * p.len_q;
   const int n_units = n_rows * kQuads;
-  const int64_t split_stride = static_cast<int64_t>(p.batch) * p.heads_kv * rows;
-  const int64_t item0 = (static_cast<int64_t>(batch) * p.heads_kv + head_kv) * rows;
+  const bool own = slots.count >= 0;
+  const int64_t split_stride = own ? slots.stride : static_cast<int64_t>(p.batch) * p.heads_kv * rows;
+  const int64_t item0 = own ? slots.item0 : (static_cast<int64_t>(batch) * p.heads_kv + head_kv) * rows;
+  const int splits = own ? slots.count : p.num_splits;
   for (int u0 = tid; u0 < n_units; u0 += kU * kThreads) {
     int row[kU], c[kU];
 #pragma unroll
@@ -234,14 +244,14 @@ __device__ __forceinline__ void decode_merge_rows(const DecodeParams& p, int bat
     float4 acc[kU];
 #pragma unroll
     for (int k = 0; k < kU; ++k) m[k] = -CUDART_INF_F, l[k] = 0.f, acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s0 = 0; s0 < p.num_splits; s0 += kB) {
+    for (int s0 = 0; s0 < splits; s0 += kB) {
       float lse[kU][kB];
       float4 x[kU][kB];
 #pragma unroll
       for (int k = 0; k < kU; ++k)
 #pragma unroll
         for (int b = 0; b < kB; ++b) {
-          const bool in = row[k] >= 0 && s0 + b < p.num_splits;
+          const bool in = row[k] >= 0 && s0 + b < splits;
           const int64_t at = static_cast<int64_t>(s0 + b) * split_stride + item0 + (in ? row[k] : 0);
           lse[k][b] = in ? __ldcg(p.lse_part + at) : -CUDART_INF_F;
           x[k][b] = in ? __ldcg(reinterpret_cast<const float4*>(p.o_part + at * kHeadDimV + c[k]))

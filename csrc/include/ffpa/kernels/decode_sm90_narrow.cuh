@@ -261,21 +261,25 @@ struct DecodeNarrow {
   }
 
   // The spread merge (DecodeParams::merge_spread): once every split of the row block stored its
-  // partials, this one merges its slice of the columns (kernels/decode_merge.cuh).
+  // partials, this one merges its slice of the columns (kernels/decode_merge.cuh). Under balanced
+  // splits the row block's splits are its sequence's share, their partials consecutive slots.
   static __device__ __forceinline__ void merge_spread(const DecodeParams& p, const Work& w) {
     const RowPacking<kRows> pack(w.group, p.len_q);
     const int64_t row_block = row_block_of(p, w, pack);
     const int64_t n_row_blocks = static_cast<int64_t>(p.batch) * p.heads_kv * pack.blocks;
     const int tid = threadIdx.x;
     const auto sync = [] { ptx::named_barrier_sync(kBarTile, 128); };
-    kernels::decode_spread_arrive(p, row_block, tid, sync);
+    kernels::decode_spread_arrive(p, row_block, w.splits, tid, sync);
     constexpr int kQuads = Traits::kHeadDimV / 4;
-    const int per = (kQuads + p.num_splits - 1) / p.num_splits;
+    const int per = (kQuads + w.splits - 1) / w.splits;
     const int q0 = min(kQuads, w.split * per), nq = min(kQuads, q0 + per) - q0;
+    const int64_t rows = static_cast<int64_t>(w.group) * p.len_q;
+    const kernels::DecodeMergeSlots slots{(static_cast<int64_t>(w.slot - w.split) * p.heads_kv + w.head_kv) * rows,
+                                          p.heads_kv * rows, p.balanced_splits ? w.splits : -1};
     if (nq > 0)
       kernels::decode_merge_rows<Element, Traits::kHeadDimV, 32 * Traits::kConsumerWarps, kFusedMergeUnitsNarrow>(
-          p, w.batch, w.head_kv, kRows, packed_row_of(p, w), tid, q0, nq);
-    kernels::decode_spread_leave(p, row_block, n_row_blocks, tid, sync);
+          p, w.batch, w.head_kv, kRows, packed_row_of(p, w), tid, q0, nq, slots);
+    kernels::decode_spread_leave(p, row_block, n_row_blocks, w.splits, tid, sync);
   }
 
   // The fused merge (DecodeParams::merge_counters) over the consumer warpgroup (the producer warp
@@ -329,8 +333,7 @@ struct DecodeNarrow {
           if (p.lse != nullptr && warp == 0 && g == 0)
             p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + head) * p.len_q + i] = row_lse(row_max[j][e], l);
         } else {
-          const int64_t item =
-              ((static_cast<int64_t>(w.split) * p.batch + w.batch) * p.heads_kv + w.head_kv) * rows + i * w.group + hg;
+          const int64_t item = (static_cast<int64_t>(w.slot) * p.heads_kv + w.head_kv) * rows + i * w.group + hg;
           float* out = p.o_part + item * Traits::kHeadDimV;
 #pragma unroll
           for (int b = 0; b < kOBlocks; ++b)

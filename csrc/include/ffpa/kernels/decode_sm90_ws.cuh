@@ -61,12 +61,13 @@ struct DecodeKeyRange {
 };
 
 template <int kBlockN>
-__device__ __forceinline__ DecodeKeyRange decode_key_range(const DecodeParams& p, int batch, int split, int i_last) {
+__device__ __forceinline__ DecodeKeyRange decode_key_range(const DecodeParams& p, int batch, int split, int i_last,
+                                                           int splits) {
   DecodeKeyRange r;
   const int len = p.seqlens != nullptr ? __ldg(p.seqlens + batch) : p.len_kv;
   r.seqlen = min(max(len, 0), p.len_kv);
   const int tiles = (r.seqlen + kBlockN - 1) / kBlockN;
-  const int per_split = (tiles + p.num_splits - 1) / p.num_splits;
+  const int per_split = (tiles + splits - 1) / splits;
   r.first = min(split * per_split, tiles);
   r.end = min(r.first + per_split, tiles);
   if (p.is_causal) r.end = min(r.end, (max(r.seqlen - p.len_q + i_last + 1, 0) + kBlockN - 1) / kBlockN);
@@ -86,6 +87,8 @@ __device__ __forceinline__ int decode_page_of(const DecodeParams& p, const Block
 // its key tiles of kBlockN keys.
 struct DecodeRowBlock {
   int batch, head_kv, split, group;
+  int splits;   // key ranges of this sequence: num_splits, or its share under balanced splits
+  int slot;     // the partial slot this block writes: split x batch + b, or its index under balanced splits
   int m_block;  // the row block (of kRows packed rows) of this KV head
   int g0, i0, rows_per_i, positions;
   int seqlen, first, n_tiles;  // key tiles [first, first + n_tiles)
@@ -103,11 +106,21 @@ __device__ __forceinline__ DecodeRowBlock decode_row_block(const DecodeParams& p
   w.m_block = b.x % pack.blocks;
   w.split = b.x / pack.blocks;
   w.head_kv = b.y;
-  w.batch = p.longest_first ? kernels::decode_longest_first_batch(p.seqlens, p.batch, static_cast<int>(blockIdx.z), scratch)
-                            : b.z;
+  w.splits = p.num_splits;
+  if (p.balanced_splits) {  // (the launcher: one row block per KV head)
+    w.slot = b.z * p.num_splits + w.split;
+    const kernels::DecodeSplitOf s =
+        kernels::decode_balanced_split(p.seqlens, p.len_kv, p.batch, p.num_splits, w.slot, scratch);
+    w.batch = s.batch, w.split = s.split, w.splits = s.splits;
+  } else {
+    w.batch = p.longest_first ? kernels::decode_longest_first_batch(p.seqlens, p.batch, static_cast<int>(blockIdx.z), scratch)
+                              : b.z;
+    w.slot = w.split * p.batch + w.batch;
+  }
   w.g0 = pack.g0(w.m_block);
   w.i0 = pack.i0(w.m_block);
-  const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + w.positions, p.len_q) - 1);
+  const DecodeKeyRange keys =
+      decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + w.positions, p.len_q) - 1, w.splits);
   w.seqlen = keys.seqlen;
   w.first = keys.first;
   w.n_tiles = max(keys.end - keys.first, 0);
@@ -162,7 +175,8 @@ struct DecodeWsProblem {
     w.batch = p.longest_first ? kernels::decode_longest_first_batch(p.seqlens, p.batch, rank, scratch) : t / p.heads_kv;
     w.g0 = pack.g0(m_block);
     w.i0 = pack.i0(m_block);
-    const DecodeKeyRange keys = decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + pack.positions, p.len_q) - 1);
+    const DecodeKeyRange keys =
+        decode_key_range<kBlockN>(p, w.batch, w.split, min(w.i0 + pack.positions, p.len_q) - 1, p.num_splits);
     w.seqlen = keys.seqlen;
     w.first = keys.first;
     w.n_end = keys.end;
