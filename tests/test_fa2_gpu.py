@@ -154,6 +154,26 @@ def test_fa2_more_items_than_sms(D, causal, mma):
     check(out, lse, q, k, v, causal, what=f"D={D} {causal} Hq={Hq}")
 
 
+@pytest.mark.parametrize("D", [64, 128, 256, 320, 384])
+@pytest.mark.parametrize("causal", ["top_left", "bottom_right"])
+def test_fa2_causal_walk_ends_on_single_items(D, causal, mma):
+    """Causal calls whose pairs leave the walk's last round part idle walk their last (batch, head)s as
+    single items, longest first (launch/heuristics.h fa2_causal_tail_bh; 192- and 128-row items: 6 and 8
+    query blocks, 178 (batch, head)s, tails of 44 and 33): pairs, the lone middle blocks and the tail's
+    items each exactly once."""
+    import ffpa_attn._C as C
+
+    dtype = _first_dtype()
+    need(dtype, D)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    Hq = 2 * sms // 3 + 1
+    L = 1000
+    assert C.fa2_causal_tail_bh(2 * Hq, -(-L // 192), sms) > 0 or sms != 132
+    q, k, v = rand_qkv(2, Hq, 1 if Hq % 2 else 2, L, L + 61, D, dtype, seed=D + 17)
+    out, lse = run_fa2(q, k, v, causal)
+    check(out, lse, q, k, v, causal, what=f"D={D} {causal} Hq={Hq} L={L}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("D", [64, 128, 256, 320, 384])
 @pytest.mark.parametrize("kind", MASK_KINDS)

@@ -85,7 +85,7 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
   }
 
   // cudaErrorNotSupported: TMA cannot take these tensors (the caller runs the cp.async kernel).
-  static cudaError_t run(const FwdParams& p, cudaStream_t stream) {
+  static cudaError_t run(FwdParams p, cudaStream_t stream) {
     alignas(64) attn::Fa2TmaMaps maps;
     if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
     const int smem = Plan::kSmemBytes;
@@ -99,7 +99,11 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
     // them from p.work_counter where the op gave one (KernelInfo::work_counter).
     // Same-run A/B on an H200 against one block per item (docs/hopper_profile.md, session 17):
     // non-causal D = 256 +0..3%, causal +4..14% at D = 128 and 256.
-    const int64_t slots = static_cast<int64_t>(Kernel::slots_per_bh(p.is_causal, m_blocks)) * p.heads_q * p.batch;
+    // Causal with the counter: the walk's last (batch, head)s as single items (fa2_causal_tail_bh).
+    p.causal_tail_bh = 0;
+    if (p.is_causal && p.work_counter != nullptr)
+      p.causal_tail_bh = fa2_causal_tail_bh(static_cast<int64_t>(p.heads_q) * p.batch, m_blocks, num_sms());
+    const int64_t slots = Kernel::walk_slots(p, m_blocks);
     const int grid = static_cast<int>(slots > num_sms() ? num_sms() : slots);
     fn<<<grid, Plan::kThreads, smem, stream>>>(p, maps);
     return cudaGetLastError();

@@ -280,6 +280,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("decode_balanced_splits", &decode_balanced_splits, py::arg("varlen"), py::arg("batch"), py::arg("splits"),
         "Whether a narrow-MLA decode call under the spread merge deals its split blocks by length "
         "(csrc/launch/heuristics.h), for explicit sizes");
+  m.def("fa2_causal_tail_bh", &ffpa::launch::fa2_causal_tail_bh, py::arg("bh"), py::arg("m_blocks"), py::arg("sms"),
+        py::arg("waves") = ffpa::launch::kFa2CausalTailWaves,
+        "The (batch, head)s the warp-specialised FA-2 kernel's causal walk ends on as single items "
+        "(csrc/launch/heuristics.h), for explicit sizes");
   m.def("decode_longest_first", &decode_longest_first, py::arg("varlen"), py::arg("batch"), py::arg("blocks"),
         py::arg("slots"), "Whether a decode call's blocks take their sequences longest first (csrc/launch/heuristics.h)");
   if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();

@@ -58,6 +58,10 @@ struct FwdParams : AttnParams {
   // counter the persistent blocks take work items from after their first (list scheduling, so
   // items of unequal length, or SMs of unequal speed, balance); null: a static grid stride.
   int* work_counter;
+  // The warp-specialised FA-2 kernel with causal masking and a work counter: the last causal_tail_bh
+  // (batch, head)s of its walk are single items, longest first across them, instead of pairs
+  // (Fa2FwdWs::Walk; launch::fa2_causal_tail_bh); 0: pairs throughout.
+  int causal_tail_bh;
   int num_stages;    // cp.async pipeline depth, 1..4 (0 = let the launcher choose)
 
   // The mask's block map [mask_batches][mask_heads][m_blocks][n_blocks] (uint8 BlockCode), for

@@ -171,30 +171,44 @@ struct Fa2FwdWs {
   // A slot is one item, or with causal masking two of one (batch, head), query blocks M - 1 - q and
   // q (the longest left and the shortest), whose lengths add up to about the same for every slot: a
   // static walk of single causal items of every length leaves a tail, one block per item pays each
-  // block's start-up (session 17). Only the producer walks; it announces each item to the consumers
-  // with its Q (Smem::item).
-  static __host__ __device__ __forceinline__ int slots_per_bh(bool is_causal, int m_blocks) {
-    return is_causal ? (m_blocks + 1) / 2 : m_blocks;
+  // block's start-up (session 17). But slots of equal weight leave the last round of the walk as
+  // coarse as a pair: so the last p.causal_tail_bh (batch, head)s are single items instead, dealt
+  // longest first across them (query block M - 1 of each, then M - 2, ..), and the walk ends on ever
+  // shorter items (launch::fa2_causal_tail_bh). Only the producer walks; it announces each item to the
+  // consumers with its Q (Smem::item).
+  static __host__ __device__ __forceinline__ int64_t walk_slots(const FwdParams& p, int m_blocks) {
+    const int64_t bh = static_cast<int64_t>(p.heads_q) * p.batch;
+    if (!p.is_causal) return bh * m_blocks;
+    return (bh - p.causal_tail_bh) * ((m_blocks + 1) / 2) + static_cast<int64_t>(p.causal_tail_bh) * m_blocks;
   }
   // Where the producer is in its walk: the slot and which of its pair. The rest derives from the
   // parameters where used (uniform values; the producer thread has 24 registers).
   struct Walk {
     int s, half;
     __device__ __forceinline__ Walk() : s(blockIdx.x), half(0) {}
-    static __device__ __forceinline__ int per_bh(const FwdParams& p, int m_blocks) {
-      return slots_per_bh(p.is_causal, m_blocks);
+    // Slots [0, paired) are pairs (causal) or items, the rest the tail's single items.
+    static __device__ __forceinline__ int paired(const FwdParams& p, int m_blocks) {
+      const int bh = p.heads_q * p.batch;
+      return p.is_causal ? (bh - p.causal_tail_bh) * ((m_blocks + 1) / 2) : bh * m_blocks;
     }
     __device__ __forceinline__ bool valid(const FwdParams& p, int m_blocks) const {
-      return s < per_bh(p, m_blocks) * p.heads_q * p.batch;
+      return s < paired(p, m_blocks) + (p.is_causal ? p.causal_tail_bh * m_blocks : 0);
     }
     // The current item in item()'s numbering (query block fastest, last first).
     __device__ __forceinline__ int t(const FwdParams& p, int m_blocks) const {
-      const int n = per_bh(p, m_blocks), bh = s / n, q = s - bh * n;
+      const int head_slots = paired(p, m_blocks);
+      if (s >= head_slots) {  // the tail: rank r of every tail (batch, head) in turn, r = 0 the longest
+        const int tail = p.causal_tail_bh, u = s - head_slots, r = u / tail;
+        const int bh = p.heads_q * p.batch - tail + (u - r * tail);
+        return bh * m_blocks + m_blocks - 1 - r;
+      }
+      if (!p.is_causal) return s;
+      const int n = (m_blocks + 1) / 2, bh = s / n, q = s - bh * n;
       return bh * m_blocks + (half ? m_blocks - 1 - q : q);
     }
     __device__ __forceinline__ void advance(const FwdParams& p, int m_blocks) {
-      const int q = s % per_bh(p, m_blocks);
-      if (p.is_causal && half == 0 && m_blocks - 1 - q != q) {
+      const int q = s % ((m_blocks + 1) / 2);
+      if (p.is_causal && half == 0 && s < paired(p, m_blocks) && m_blocks - 1 - q != q) {
         half = 1;
       } else {
         half = 0;
