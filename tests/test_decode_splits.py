@@ -94,6 +94,28 @@ def fused(rows, dv, splits, threads=128, units=1):
     return C.decode_fused_merge(rows, dv, splits, threads, units)
 
 
+def test_one_block_per_sm_where_the_kernel_streams_as_fast_with_one():
+    """csrc/launch/heuristics.h decode_one_per_sm_splits: the D = 64 / 128 split kernel (two blocks an SM
+    resident) takes one block per SM once that is at least its bound of splits (4 at D = 64, 16 at 128),
+    90% of the SMs have one, and there are no per-sequence lengths or mask; else the model's count."""
+    import ffpa_attn._C as C
+
+    def auto(base, tiles, varlen=False, masked=False, bound=4, per_sm=2, sms=132):
+        return C.decode_splits(base, tiles, per_sm, sms, varlen, masked, bound)
+
+    assert splits(8, 1024, per_sm=2) == 33 and auto(8, 1024) == 16   # D = 64 B=1 S=131072 32/8: 128 blocks
+    assert auto(16, 512) == 8 and auto(32, 256) == 4                  # B=2 / B=4: 128 blocks
+    assert auto(8, 2048, bound=16) == 16 and splits(8, 2048, per_sm=2) == 33  # D = 128 B=1
+    assert auto(16, 1024, bound=16) == splits(16, 1024, per_sm=2)    # D = 128 B=2: 8 is under the bound
+    assert auto(64, 256) == splits(64, 256, per_sm=2)                 # 2 splits: under the bound
+    assert auto(27, 1024) == splits(27, 1024, per_sm=2)               # 4 x 27 = 108 blocks: under 90% of 132
+    assert auto(16, 512, varlen=True) == C.decode_splits(16, 512, 2, 132, True, False)  # lengths: the model
+    assert auto(8, 1024, masked=True) == C.decode_splits(8, 1024, 2, 132, False, True)  # a mask: the model
+    assert auto(8, 1024, bound=0) == 33                                # off
+    assert auto(8, 1024, per_sm=1) == splits(8, 1024, per_sm=1)       # one block an SM is the model's slots already
+    assert auto(8, 20) == splits(8, 20, per_sm=2)                      # 16 splits would pass half the key tiles
+
+
 def test_the_merge_is_fused_where_a_block_merges_in_a_few_rounds():
     """csrc/launch/heuristics.h decode_fused_merge: rows x Dv / 4 units over the block's threads (each
     `units` at once: 1 in the mma.sync kernel, 2 in the narrow one), the splits 8 (kFusedMergeBatch) a

@@ -152,9 +152,30 @@ inline double decode_time_model(int64_t base_blocks, int key_tiles, int64_t slot
   if (varlen && base_blocks < slots) cost += kDecodeVarlenTail * static_cast<double>(slots);
   return (static_cast<double>(key_tiles) / s + kDecodeBlockOverheadTiles) * cost;
 }
+//
+// One block per SM (`one_per_sm_min`, the kernel's DecodeTileSpec::one_per_sm_min_splits; 0: off): where the
+// model above would put two blocks on every SM, a grid of one block per SM (at least 90% of the SMs) streams
+// as fast and writes half the partials. Session 38, one H100 (bf16, 32/8, scripts/dev/decode_splits_ab.py,
+// us, one per SM / the model's count, two rounds): D = 64 (128-key tiles) B=1 S=131072 100.8, 102.1 / 104.9,
+// 104.4 (16 / 33 splits), B=1 S=65536 55.9, 56.1 / 58.2, 58.5, B=2 S=65536 100.6, 102.3 / 102.5, 102.8 (8 / 16),
+// B=4 S=32768 100.0, 100.2 / 102.3, 102.6 (4 / 8), B=1 with a length 97.8, 97.4 / 101.1, 101.1; D = 128 B=1
+// S=131072 184.0, 183.6 / 186.7, 185.9 (16 / 33), but B=2 S=65536 182.8, 183.2 / 183.7, 183.5 (8 / 16), B=4
+// S=32768 184.5, 184.4 / 181.8, 182.0 (4 / 8) and B=8 S=32768 356.7, 363.3 / 357.1, 357.1 (2 / 4). Hence from
+// 4 splits at D = 64 and from 16 at D = 128 (the many splits' merge is what one block per SM saves there);
+// not with per-sequence lengths (a batch's short sequences leave their SMs idle: more, shorter blocks
+// balance) or a mask (latency-bound blocks).
+inline int decode_one_per_sm_splits(int64_t base_blocks, int key_tiles, int sms, int one_per_sm_min, bool varlen,
+                                    bool masked) {
+  if (one_per_sm_min <= 0 || varlen || masked || base_blocks <= 0 || sms <= 0) return 0;
+  const int64_t s = sms / base_blocks;
+  if (s < one_per_sm_min || s > key_tiles / 2 || s > kMaxDecodeSplits || 10 * base_blocks * s < 9 * sms) return 0;
+  return static_cast<int>(s);
+}
 inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen = false,
-                                bool masked = false) {
+                                bool masked = false, int one_per_sm_min = 0) {
   if (base_blocks <= 0 || key_tiles <= 2) return 1;
+  if (blocks_per_sm > 1)
+    if (const int s = decode_one_per_sm_splits(base_blocks, key_tiles, sms, one_per_sm_min, varlen, masked)) return s;
   const int64_t slots = static_cast<int64_t>(sms > 0 ? sms : 1) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
   if (!varlen && !masked && key_tiles <= kDecodeShortRangeTiles && 10 * base_blocks >= 9 * static_cast<int64_t>(sms) &&
       base_blocks <= slots)

@@ -1,7 +1,8 @@
 """Development probe: one decode shape at several forced split counts (and auto), timed by the bench's
 interleaved timer in one process (bench_timing.time_interleaved: L2 flushed by a read before every call,
 medians). Args: shapes as BxSxHqxHkvxD[xDv]; env SPLITS="0 1 2" (0 = auto), VARLEN=1 draws per-sequence
-lengths as bench_decode.py does ([S/2, S], seeded by B x S), DTYPE=bf16|fp16, ITERS_MS (default 300).
+lengths as bench_decode.py does ([S/2, S], seeded by B x S), PAGED=<page size> the same cache as a page pool in a
+shuffled block table, DTYPE=bf16|fp16, ITERS_MS (default 300).
 (Session 31's figures in docs/tuning_decode.md came from its first form: rounds of 10 calls in a fixed
 order, medians; the same CUDA events and flush.)"""
 import os
@@ -33,7 +34,16 @@ for shape in sys.argv[1:]:
         lens = torch.randint(S // 2, S + 1, (B,), generator=torch.Generator().manual_seed(B * S)).tolist()
         seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
         nbytes = nbytes * sum(lens) // (B * S)
-    fns = {c: (lambda c=c: ffpa_attn.decode(q, k, v, cache_seqlens=seqlens, num_splits=c or None)) for c in counts}
+    table = None
+    page = int(os.environ.get("PAGED", "0"))
+    if page:
+        table = torch.randperm(B * S // page, device="cuda", dtype=torch.int32).view(B, S // page)
+        k = k.reshape(B * S // page, page, Hkv, D)
+        v = k[..., :Dv] if D != Dv else v.reshape(B * S // page, page, Hkv, Dv)
+        if seqlens is None:
+            seqlens = torch.full((B,), S, dtype=torch.int32, device="cuda")
+    fns = {c: (lambda c=c: ffpa_attn.decode(q, k, v, cache_seqlens=seqlens, block_table=table, num_splits=c or None))
+           for c in counts}
     got = dict(zip(counts, (1e3 * t for t in time_interleaved(list(fns.values()), 30, iters_ms, flush))))
     cells = ", ".join(f"{'auto' if c == 0 else c}: {t:.1f} us ({nbytes / t / 1e3:.0f} GB/s)" for c, t in got.items())
-    print(f"{shape}{' varlen' if varlen else ''} ({nbytes / 2**20:.0f} MiB): {cells}", flush=True)
+    print(f"{shape}{' varlen' if varlen else ''}{f' paged{page}' if page else ''} ({nbytes / 2**20:.0f} MiB): {cells}", flush=True)

@@ -24,6 +24,7 @@ struct DecodeTileSpec {
   bool tile_wait = false;  // shared K/V: wait for a whole tile once (one barrier) instead of per chunk
   int qk_chains = 0;       // independent S accumulator chains (0: 2 at D >= 256, else 1)
   bool qk_prefetch = false;  // load a chunk's Q and K fragments before its MMAs
+  int one_per_sm_min_splits = 0;  // one block per SM from this many splits (launch/heuristics.h; 0: off)
 };
 
 // The widest of 128, 64, 32 columns dividing both head dims (wider slots: fewer block-wide
@@ -75,6 +76,9 @@ constexpr DecodeTileSpec decode_tile(int head_dim, int head_dim_v, bool shared_k
     // at B=1, the rest within 1%).
     t.block_n = head_dim == 64 && head_dim_v == 64 ? 128 : 64;
     t.min_blocks = 2;
+    // One block per SM where the split model would put two on every SM (launch/heuristics.h
+    // decode_one_per_sm_splits, measured at these two only).
+    t.one_per_sm_min_splits = head_dim == 64 && head_dim_v == 64 ? 4 : head_dim == 128 && head_dim_v == 128 ? 16 : 0;
     t.stages = 96 * 1024 / (t.block_n * t.chunk * 2);
     return t;
   }
@@ -100,6 +104,7 @@ struct DecodeTraits {
   static constexpr int kChunk = kSpec.chunk;
   static constexpr int kStages = kSpec.stages;
   static constexpr int kMinBlocks = kSpec.min_blocks;
+  static constexpr int kOnePerSmMinSplits = kSpec.one_per_sm_min_splits;
   static constexpr int kTileBuffers = kSpec.tile_buffers;
   static constexpr int kKChunks = kHeadDim / kChunk;   // ring slots of K per KV tile
   static constexpr int kVChunks = kHeadDimV / kChunk;  // ring slots of V per KV tile
