@@ -163,7 +163,11 @@ inline double decode_time_model(int64_t base_blocks, int key_tiles, int64_t slot
 // S=32768 184.5, 184.4 / 181.8, 182.0 (4 / 8) and B=8 S=32768 356.7, 363.3 / 357.1, 357.1 (2 / 4). Hence from
 // 4 splits at D = 64 and from 16 at D = 128 (the many splits' merge is what one block per SM saves there);
 // not with per-sequence lengths (a batch's short sequences leave their SMs idle: more, shorter blocks
-// balance) or a mask (latency-bound blocks).
+// balance) or a mask (latency-bound blocks), and the launcher passes 0 for a paged cache: its tiles wait on
+// the block table, and a second block an SM hides that (the same H100, pages of 64 in a shuffled table, B=1
+// S=131072: D = 128 198.6 one per SM against 190.6 with 33 splits, D = 64 119.6 against 110.9). The same
+// host, the rule in place (us, auto / the model's count): D = 128 B=1 183.5 / 185.2, with a length 176.8 /
+// 178.4; D = 64 B=1 100.9 / 104.7, with a length 98.3 / 101.2, B=2 101.3 / 102.4, B=4 100.6 / 102.3.
 inline int decode_one_per_sm_splits(int64_t base_blocks, int key_tiles, int sms, int one_per_sm_min, bool varlen,
                                     bool masked) {
   if (one_per_sm_min <= 0 || varlen || masked || base_blocks <= 0 || sms <= 0) return 0;
