@@ -62,7 +62,7 @@ struct DecodeLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     const int64_t base = static_cast<int64_t>(p.batch) * p.heads_kv * row_tiles(p);
     const int key_tiles = (p.len_kv + V::Traits::kBlockN - 1) / V::Traits::kBlockN;
     return choose_decode_splits(base, key_tiles, per_sm, num_sms(), p.seqlens != nullptr && p.batch > 1,
-                                p.mask != nullptr, p.block_table != nullptr ? 0 : V::Traits::kOnePerSmMinSplits);
+                                p.mask != nullptr, V::Traits::kOnePerSmMinSplits, p.block_table != nullptr);
   }
   // The split count (as asked, else auto) within the variant's key tiles, and the merge's form.
   template <bool kShared>
