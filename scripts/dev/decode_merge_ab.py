@@ -6,7 +6,7 @@ contiguous; D/Dv 576/512 is MLA's single cache, V a view of K, no SDPA). MASKED=
 (B, 1, 1, S) key-padding mask (the Hugging Face static cache's step; the merge modes apply there too).
 SPLITS="2,4,8": each mode also at those forced counts (default: the auto count only). VARLEN=1: per-sequence
 lengths drawn in [S/2, S] (cache_seqlens, as the bench's varlen cells; GB/s of the keys they cover).
-MODES="kernel,spread": the modes timed (spread: scripts/dev/decode_spread_merge.patch).
+MODES="kernel,spread": the modes timed (set_decode_merge).
 Usage: SHAPES="8,32768,32,8 16,16384,16,1,576,512" MASKED=1 python3 scripts/dev/decode_merge_ab.py"""
 import os
 import sys
