@@ -18,8 +18,9 @@ OUT = ROOT / "csrc" / "include" / "ffpa" / "ptx" / "wgmma_gen.cuh"
 NS = [16, 32, 48, 64, 80, 96, 128, 160, 176, 192, 224, 256]
 TYPES = {"__nv_bfloat16": "bf16", "__half": "f16"}
 # e4m3 (k = 32; both operands K-major, no transposed reads for 8-bit types): the FP8 kernel's S
-# (N = its key tile) and O (N = its head dim); N = 64: the FFPA-style FP8 kernel's S per consumer.
-FP8_NS = [64, 128, 192, 256]
+# (N = its key tile: 96, 128) and O (N = its head dim); N = 64: the FFPA-style FP8 kernel's S per
+# consumer; 192 and 256 its O halves at D = 384 and 512.
+FP8_NS = [64, 96, 128, 192, 256]
 
 
 def acc_operands(n: int) -> tuple[str, str]:

@@ -1,8 +1,8 @@
 // FP8 (e4m3) attention forward on Hopper (sm_90a): FA-2 style, warp-specialised, wgmma e4m3 with
 // fp32 accumulation; the output bf16 or fp16. The structure is fa2_fwd_sm90_ws.cuh's (read that
-// file's picture of who waits on what): a producer warpgroup whose one thread issues TMA, two
-// consumer warpgroups of 64 query rows (issuing freely: taking turns, as the bf16 kernel does, ran
-// 0-4% slower here), and per key tile
+// file's picture of who waits on what): a producer warpgroup whose one thread issues TMA, two or three
+// consumer warpgroups of 64 query rows (traits/fp8_traits.h fp8_tile; issuing freely: taking turns, as the
+// bf16 kernel does, ran 0-4% slower here), and per key tile
 //
 //       issue S_j = Q K_j^T                  (m64nNk32, N = the key tile, both operands by descriptor)
 //       issue O += P_{j-1} V_{j-1}           (m64nDk32, P from registers, V^T by descriptor)
@@ -32,7 +32,7 @@
 //   v_scale) the output in the epilogue.
 // attn_mask through the block map (kernels/mask_block_map.cuh, at this kernel's tile): skipped tiles
 // are never loaded, the mask is read per element in partial ones (attn/mask.cuh).
-// One block per work item (128 query rows of one (batch, head)), last query block first.
+// One block per work item (Traits::kBlockM query rows of one (batch, head)), last query block first.
 #pragma once
 #include <cuda.h>
 

@@ -1,5 +1,5 @@
-// The FP8 (e4m3) attention kernel's tile (kernels/fa2_fwd_sm90_fp8.cuh): FA-2 style on Hopper, two
-// consumer warpgroups of 64 query rows and one producer warpgroup, the whole head dim per tile.
+// The FP8 (e4m3) attention kernel's tile (kernels/fa2_fwd_sm90_fp8.cuh): FA-2 style on Hopper, two or
+// three consumer warpgroups of 64 query rows and one producer warpgroup, the whole head dim per tile.
 // Torch-free.
 //
 // Shared-memory operands are 128-byte-swizzled rows of bytes: a 128-byte chunk holds 128 e4m3
@@ -27,6 +27,25 @@ __host__ __device__ constexpr int fp8_p_key(int c) {
 // warpgroup's three idle warps transpose it into the V^T stages the consumers read (ldmatrix.trans of
 // byte pairs, two prmt per output word, stmatrix: kernels/fa2_fwd_sm90_fp8.cuh `transpose`); else the
 // launcher's pre-pass writes V^T to global memory (kernels/fp8_v_transpose.cuh) and TMA loads it.
+// The FA-2-style FP8 kernel's tile by head dim: consumer warpgroups of 64 query rows and keys per tile.
+// Three consumers (160 registers each) up to D = 128, on the widest key tile whose S, O and P fit them
+// (D = 64: S 64 + O 32 + P 16 at 128 keys; D = 128: S 48 + O 64 + P 12 at 96; at 128 keys ptxas spilled
+// 144 bytes and serialised the wgmmas); D = 256 two (240 registers: O alone takes 128) on 128 keys.
+// Session 39, one H100, same runs (scripts/dev/fp8_probe.py, TFLOPS, non-causal / causal; B=4 H=8
+// N=8448, B=1 H=32 N=8192): D = 64 three x 128 keys 608-610 / 515-516 and 591 / 496-506 against two x 192
+// keys' 541 / 458-459 and 518 / 446-455 (+12-14%; three x 160 keys read the same within 1%); D = 128 three
+// x 96 keys 848-890 / 735-746 and 820-870 / 757-765 against two x 192's 828-845 / 709-722 and 805-813 /
+// 737-748 (+2-7%). Two x 224 keys (FlashAttention-3's FP8 tile at D = 128) ran 3-5% slower than 192. Where
+// the grid is under a wave the 192-row blocks cost: B=1 H=8 N=2048 D = 128 358-363 / 187-188 against
+// 369-377 / 200-204.
+struct Fp8TileSpec {
+  int consumers;
+  int block_n;
+};
+constexpr Fp8TileSpec fp8_tile(int head_dim) {
+  return head_dim <= 64 ? Fp8TileSpec{3, 128} : head_dim <= 128 ? Fp8TileSpec{3, 96} : Fp8TileSpec{2, 128};
+}
+
 template <int kHeadDim_, bool kVtInKernel_ = false>
 struct Fa2Fp8Traits {
   // The row max: lazy (slack kMaxSlack, base 2) with P = 2^(s - m + kPOffset) <= 2^8, as FfpaWsFp8Traits
@@ -40,11 +59,11 @@ struct Fa2Fp8Traits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDim_;
   static constexpr bool kVtInKernel = kVtInKernel_;
-  static constexpr int kConsumers = 2;
+  static constexpr Fp8TileSpec kTile = fp8_tile(kHeadDim_);
+  static constexpr int kConsumers = kTile.consumers;
   static constexpr int kBlockM = 64 * kConsumers;  // query rows per block
-  // Keys per tile: 192 up to D = 128 (S, O and P in 184 of the 240 registers at 128), 128 at 256 (O alone
-  // takes 128). A V^T row is 128-byte chunks of keys, the last one of a 192-key tile half used.
-  static constexpr int kBlockN = kHeadDim_ <= 128 ? 192 : 128;
+  // Keys per tile (fp8_tile). A V^T row is 128-byte chunks of keys, the last one of a 96-key tile part used.
+  static constexpr int kBlockN = kTile.block_n;
   static constexpr int kKStepsQK = kHeadDim / 32;
   static constexpr int kKStepsPV = kBlockN / 32;
   static constexpr int kNTilesS = kBlockN / 8;
@@ -57,11 +76,12 @@ struct Fa2Fp8Traits {
   using VnTile = KTile;  // V as it lies (in-kernel transpose): keys x Dv bytes, loaded as K is
   using VtTile = GmmaSw128Tile<kHeadDimV, 64 * ((kBlockN + 127) / 128)>;  // V^T: Dv rows of whole 128-key chunks
   static constexpr int kThreads = 128 * (kConsumers + 1);
-  // The block starts with 168 registers a thread (65536 / 384, in steps of 8): 128 x 24 + 256 x 240 =
-  // 64512 is all of it, so the consumers' setmaxnreg.inc can complete (a first in-kernel form gave the
-  // producer 32 and the consumers waited there forever). At 24 the transposers' loop spills 16 bytes.
+  // The block starts with 168 registers a thread with two consumers (65536 / 384, in steps of 8; 128 with
+  // three): 128 x 24 + 256 x 240 (or 384 x 160) = 64512 is all of it, so the consumers' setmaxnreg.inc can
+  // complete (a first in-kernel form gave the producer 32 and the consumers waited there forever). At 24
+  // the transposers' loop spills 16 bytes.
   static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
   static constexpr int kTransposeWarps = 3;  // producer warps 1..3
   static constexpr int kBarrierBytes = 2 * 8 + 3 * 2 * 4 * 8;  // Q's two barriers, up to three rings of up to 4 stages
   static constexpr int kMaxSmem = 227 * 1024;
@@ -85,6 +105,8 @@ struct Fa2Fp8Traits {
 
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "whole k-steps in 128-byte rows, one wgmma for O (N <= 256)");
   static_assert(kBlockN % 32 == 0 && kKStepsPV * 32 == kBlockN, "whole k-steps of P V");
+  static_assert((kConsumers == 2 || kConsumers == 3) && kBlockM <= 256 && kBlockN <= 256,
+                "two or three consumers; Q's and K's TMA boxes take at most 256 rows");
   static_assert(fp8_p_key(0) == 0 && fp8_p_key(3) == 9 && fp8_p_key(4) == 2 && fp8_p_key(31) == 31,
                 "the key order of the P fragment");
   static_assert(bytes(2, 2, 0) <= kMaxSmem, "two stages of K and V^T fit beside Q");
