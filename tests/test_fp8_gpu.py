@@ -131,12 +131,14 @@ def test_fp8_scores_rising_then_jumping(D, causal):
 @pytest.mark.parametrize("L,S,causal,align,shares", [
     (8192, 8192, True, "top_left", True),        # 128 query blocks: pairs sharing K loads
     (8200, 8300, True, "bottom_right", True),    # 129: the last pair's block past L
-    (8000, 8000, True, "top_left", False),       # 125: lone blocks
-    (8192, 8192, False, "top_left", False),      # non-causal: lone blocks
+    (4096, 4096, False, "top_left", True),       # non-causal: pairs too
+    (2049, 3000, False, "top_left", True),       # 33, non-causal: the last pair's block past L
+    (1984, 1984, True, "top_left", False),       # 31: lone blocks
+    (1984, 2500, False, "top_left", False),      # 31, non-causal: lone blocks
 ])
-def test_fp8_d512_causal_pairs_share_k(L, S, causal, align, shares):
-    """D = 512 runs FFPA L1's pipeline on e4m3; causal calls with 128+ query blocks as cluster pairs of query
-    blocks that load K once (launch/heuristics.h ffpa_ws_share_k), as bf16's: which kernel ran and the result."""
+def test_fp8_d512_pairs_share_k(L, S, causal, align, shares):
+    """D = 512 runs FFPA L1's pipeline on e4m3; calls with 32+ query blocks, causal or not, as cluster pairs of
+    query blocks that load K once (launch/heuristics.h ffpa_ws_share_k_fp8): which kernel ran and the result."""
     if 512 not in _FP8_DIMS:
         pytest.skip("FP8 kernel D=512 not compiled")
     _check_fp8_kernel(1, 1, 1, L, S, 512, causal, align, "per_head", torch.bfloat16, L + S, shares_k=shares)

@@ -59,7 +59,7 @@ struct FfpaFp8Launch {
   template <typename Out>
   static cudaError_t launch(const FwdParams& p, const attn::FfpaTmaMaps& maps, int64_t items, cudaStream_t stream) {
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
-    if (ffpa_ws_share_k(p.is_causal, m_blocks, kShareKMinBlocksFp8)) {
+    if (ffpa_ws_share_k_fp8(m_blocks)) {
       using V = Variant<Out, true>;
       const cudaError_t err = opt_in_smem(V::kernel, V::Traits::kSmemBytes, V::opted_in);
       if (err != cudaSuccess) return err;

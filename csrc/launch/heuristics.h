@@ -343,14 +343,21 @@ inline int fa2_causal_tail_bh(int64_t bh, int m_blocks, int sms, double waves = 
 // against 409-410, and B=1 H=16 N=16384 448 466 -> 484, 512 463-465 -> 494-496 (lone -> shared, same run).
 // An odd count gives the last pair a block past L, which walks the longest key range for nothing
 // (about 2 / m_blocks of the work: under 3% from 64 blocks).
-// FP8 at D = 512 (the same pipeline on e4m3, half the bytes a tile), same run on an H200 (TFLOPS, lone ->
-// shared, causal): B=1 H=32 N=8192 675-678 -> 741, B=4 H=8 N=8448 676-677 -> 728, non-causal unchanged; but
-// N = 4096 (64 query blocks) 611-613 -> 603: from kShareKMinBlocksFp8 there.
 constexpr int kShareKMinBlocks = 64;
-constexpr int kShareKMinBlocksFp8 = 128;
-inline bool ffpa_ws_share_k(bool causal, int m_blocks, int min_blocks = kShareKMinBlocks) {
-  return causal && m_blocks >= min_blocks;
-}
+inline bool ffpa_ws_share_k(bool causal, int m_blocks) { return causal && m_blocks >= kShareKMinBlocks; }
+
+// FP8 at D = 512 (launch/ffpa_fp8_launch.cuh: the same pipeline on e4m3, half the bytes a tile and twice the
+// MMA rate, so twice the K/V bytes per second at the same pace): the pairs causal or not, from
+// kShareKMinBlocksFp8 query blocks. Session 39, one H100, a switch in the working tree (scripts/dev/fp8_probe.py,
+// TFLOPS, lone -> shared, non-causal / causal): B=4 H=8 N=8448 664-667 -> 877-881 / (shared already), B=1 H=32
+// N=8192 660-669 -> 811-857, B=1 H=8 N=16384 650 -> 889, B=2 H=16 N=4096 (64 query blocks) 647 -> 779 / 561 ->
+// 690, B=4 H=16 N=2048 (32) 643 -> 682 / 502 -> 586; the FP8 GPU tests passed with pairs at every size. On an
+// H200 lone blocks had read ~800 non-causal and the pairs 3-4% less (sessions 29-30: B=4 H=8 N=8448 791 / 761-771,
+// B=1 H=32 N=8192 747-760 / 697-741; causal from 128 blocks +8-10%, at 64 611-613 -> 603 in one run and 633-634 ->
+// 651-659 in another): the H100's lone blocks run 20% below the H200's and the pairs take that back, while
+// the H200 gives up 3-4%; one rule for both (the bars hold on either host).
+constexpr int kShareKMinBlocksFp8 = 32;
+inline bool ffpa_ws_share_k_fp8(int m_blocks) { return m_blocks >= kShareKMinBlocksFp8; }
 // The query blocks a K-sharing launch covers: whole pairs (an odd count's last pair has a block past L,
 // which walks its partner's tiles and stores nothing). The bf16 / fp16 and FP8 launchers size by it.
 inline int64_t ffpa_ws_share_k_blocks(int m_blocks) { return static_cast<int64_t>(m_blocks) + m_blocks % 2; }

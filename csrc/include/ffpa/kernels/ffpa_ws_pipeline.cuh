@@ -47,7 +47,7 @@
 //     16 warps' arrivals, each made after that warp read tile j's maxima: one stats buffer serves
 //     (and the row sums reuse it after the last wait on p).
 //
-//   Pairs of query blocks sharing K (Traits::kShareK: causal prefill, launch/heuristics.h): blocks 2 i,
+//   Pairs of query blocks sharing K (Traits::kShareK: causal prefill, FP8 any; launch/heuristics.h): blocks 2 i,
 //   2 i + 1 of a cluster walk the same key tiles for rows 2 q + 1, 2 q; K slice d of tile j is loaded by
 //   the block of rank (d + j) % 2, multicast into both, beside each block's own Q slice:
 //       producer r:  empty_qk[s] (both blocks' consumers) -> TMA Q (own), K (rank r's slices: both) -> full_qk[s]

@@ -134,8 +134,8 @@ constexpr bool fp8_vt_in_kernel_fits(int head_dim) {
 //   (TMA writes it, wgmma reads it: ptx::gmma_desc_sw32_k);
 // * P is stored as e4m3 (times 2^4, below the lazy row max) in a 64 x 128-byte tile.
 // One column group (Dv <= 512: O 128 registers a consumer), no cluster pair of column groups; with
-// kShareK_ (long causal calls, as bf16's: launch/heuristics.h ffpa_ws_share_k) query blocks 2 q + 1, 2 q run as
-// a cluster pair loading each K slice once for both (traits/ffpa_traits.h, FfpaWsTraits).
+// kShareK_ (from 32 query blocks, causal or not: launch/heuristics.h ffpa_ws_share_k_fp8) query blocks
+// 2 q + 1, 2 q run as a cluster pair loading each K slice once for both (traits/ffpa_traits.h, FfpaWsTraits).
 template <typename Out_, int kHeadDim_, bool kShareK_ = false>
 struct FfpaWsFp8Traits {
   using Element = __nv_fp8_e4m3;
