@@ -2,8 +2,8 @@
 // order by the pre-pass (kernels/fp8_v_transpose.cuh) into p.vt (sized by the op), the TMA maps of Q
 // and K (128-byte slices of the head dim) and V^T (32 keys of Dv / 2 columns a box, 32-byte swizzle), the
 // shared-memory opt-in and one block per 64 query rows of each (batch, head) (kernels/ffpa_fwd_sm90_fp8.cuh;
-// causal calls with 128+ query blocks as cluster pairs sharing K loads, as bf16's), the output dtype picked
-// by p.out_fp16. sm_90a builds only.
+// calls with 32+ query blocks, causal or not, as cluster pairs sharing K and V^T loads: ffpa_ws_share_k_fp8),
+// the output dtype picked by p.out_fp16. sm_90a builds only.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -41,13 +41,21 @@ struct FfpaFp8Prefill : FfpaPrefill<Traits> {
 
   // V stage v of tile j: keys j * 128 + 32 v .. + 31 of V^T's rows (the output columns), two boxes of Dv / 2
   // rows (past vt_len zero-filled; P is 0 there anyway).
+  // Sharing V (Traits::kShareV): the stage of parity (stage + tile) == rank is this block's to load, into both
+  // blocks (multicast); each block's barrier expects the whole stage either way.
   static __device__ __forceinline__ void load_v(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
                                                 uint32_t stage, uint32_t bar, int j, int v, int*) {
     const int key = j * Traits::kBlockN + v * Traits::kVKeys;
+    if constexpr (Traits::kShareV)
+      if (((v + j) & 1) != w.rank) return;
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      ptx::tma_load_4d(stage + h * (Traits::kHeadDimV / 2) * Traits::kVKeys, &maps.v, bar, key,
-                       h * (Traits::kHeadDimV / 2), w.head_kv, w.batch);
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t dst = stage + h * (Traits::kHeadDimV / 2) * Traits::kVKeys;
+      if constexpr (Traits::kShareV)
+        ptx::tma_load_4d_multicast(dst, &maps.v, bar, key, h * (Traits::kHeadDimV / 2), w.head_kv, w.batch, 3);
+      else
+        ptx::tma_load_4d(dst, &maps.v, bar, key, h * (Traits::kHeadDimV / 2), w.head_kv, w.batch);
+    }
   }
 
   // The finished rows: O * out_scale / l for consumer c's columns straight from the accumulators

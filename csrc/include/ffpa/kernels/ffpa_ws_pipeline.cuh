@@ -53,7 +53,9 @@
 //       producer r:  empty_qk[s] (both blocks' consumers) -> TMA Q (own), K (rank r's slices: both) -> full_qk[s]
 //       consumers:   full_qk[s] -> S += Q K -> arrive empty_qk[s] of both blocks
 //   and the producer, past its last load, takes every Q@K^T stage once more before its block exits (the
-//   other block's last releases land here first).
+//   other block's last releases land here first). With Traits::kShareV (FP8's pairs) the V stages go the
+//   same way: stage v of tile j loaded by the block of rank (v + j) % 2 into both, empty_v[s] counting
+//   both blocks' consumers, every V stage taken once more at the end.
 //
 // Who waits on what (mbarriers; ring_qk kQKStages deep, ring_v kVStages deep):
 //   producer:  empty_qk[s] -> TMA Q, K slices -> full_qk[s]     empty_v[s] -> TMA V stage -> full_v[s]
@@ -151,6 +153,10 @@ struct FfpaWsPipeline {
   // warp releasing the stage in both.
   static constexpr bool kShareK = Traits::kShareK;
   static constexpr bool kShareStages = Traits::kShareK || Traits::kPair;
+  // V stages shared the same way (Traits::kShareV, with kShareK: the pair's blocks walk the same tiles and
+  // stages): the Problem loads stage v of tile j into both from the block of rank (v + j) % 2.
+  static constexpr bool kShareV = Traits::kShareV;
+  static_assert(!kShareV || kShareK, "V stages are shared by K-sharing pairs");
   static constexpr int kSlots = kPair ? 4 : 2;             // consumers sharing a tile's S (its key slots)
   static constexpr uint32_t kXWarps = 4 * kSlots;          // arrivals on a pair's exchange barrier
   // A pair's exchange barriers (Smem::xbar + 8 x), and the exchanges' first stats slot: a pair's row
@@ -223,6 +229,8 @@ struct FfpaWsPipeline {
     if (prev >= 0) load_v(p, maps, s, sv, w, prev, last_stages(p, w, prev));
     if constexpr (kShareStages)  // the other block's last releases reach this block's barriers before it exits
       for (int i = 0; i < Traits::kQKStages; ++i, sq.advance()) s.ring_qk.producer_acquire(sq);
+    if constexpr (kShareV)
+      for (int i = 0; i < Traits::kVStages; ++i, sv.advance()) s.ring_v.producer_acquire(sv);
   }
 
   static __device__ __forceinline__ void load_v(const Params& p, const Maps& maps, const Smem& s,
@@ -334,7 +342,7 @@ struct FfpaWsPipeline {
       if (v >= n) break;
       if (v >= kPreV) {
         ptx::wgmma_wait_group<kPreV - 1>();
-        if (lane == 0) release<false>(sm.ring_v, held[v - kPreV]);
+        if (lane == 0) release<kShareV>(sm.ring_v, held[v - kPreV]);
       }
       held[v] = issue_pv<kCols>(o, p, w, sm, st, p_tile, j, v, col);
     }
@@ -343,7 +351,7 @@ struct FfpaWsPipeline {
     if (lane == 0)
 #pragma unroll
       for (int v = 0; v < kStagesV; ++v)
-        if (v < n && v >= n - kPreV) release<false>(sm.ring_v, held[v]);
+        if (v < n && v >= n - kPreV) release<kShareV>(sm.ring_v, held[v]);
   }
 
   // The V stages of the item's last tile j that P V multiplies: a pair's cut (Problem::last_v_stages);
@@ -569,7 +577,7 @@ struct FfpaWsPipeline {
     const Item w = Problem::item(p, blockIdx.x, reinterpret_cast<int*>(smem_raw + (sm.p - ptx::smem_u32addr(smem_raw))));
     if (threadIdx.x == 0) {
       sm.ring_qk.init(kConsumerWarps * (kShareStages ? 2 : 1));
-      sm.ring_v.init(kConsumerWarps);
+      sm.ring_v.init(kConsumerWarps * (kShareV ? 2 : 1));
       if constexpr (kPair)
         for (int x = kXMax; x <= kXFree; ++x) ptx::mbarrier_init(sm.xbar + 8 * x, kXWarps);
     }

@@ -243,6 +243,7 @@ struct FfpaWsTraits {
   static constexpr int kGroups = (kHeadDimV + kGroupCols - 1) / kGroupCols;
   static constexpr bool kPair = kPair_ && kGroups % 2 == 0;  // groups 2 i, 2 i + 1 share S (a cluster)
   static constexpr bool kShareK = kShareK_;                  // query blocks 2 i + 1, 2 i share K loads (a cluster)
+  static constexpr bool kShareV = false;                     // and V loads (FP8's pairs: traits/fp8_traits.h)
   static constexpr int kPairSize = kPair ? 2 : 1;
   static constexpr int kVKeys = 32;                        // keys of one V stage
   static constexpr int kKRows = 128;                       // keys of a tile whose S this block computes

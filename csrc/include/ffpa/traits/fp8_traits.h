@@ -135,7 +135,11 @@ constexpr bool fp8_vt_in_kernel_fits(int head_dim) {
 // * P is stored as e4m3 (times 2^4, below the lazy row max) in a 64 x 128-byte tile.
 // One column group (Dv <= 512: O 128 registers a consumer), no cluster pair of column groups; with
 // kShareK_ (from 32 query blocks, causal or not: launch/heuristics.h ffpa_ws_share_k_fp8) query blocks
-// 2 q + 1, 2 q run as a cluster pair loading each K slice once for both (traits/ffpa_traits.h, FfpaWsTraits).
+// 2 q + 1, 2 q run as a cluster pair loading each K slice and each V^T stage once for both
+// (traits/ffpa_traits.h, FfpaWsTraits; bf16's pairs share K only). Sharing V^T too, session 39, one H100
+// (fp8_probe.py, TFLOPS, K / K and V, two rounds): B=4 H=8 N=8448 867-872 / 881, causal 624-642 / 670-710;
+// B=1 H=32 N=8192 867 / 871-876, causal 698-717 / 719-723; B=2 H=16 N=4096 767-770 / 799-804, causal 689-691
+// / 710-726.
 template <typename Out_, int kHeadDim_, bool kShareK_ = false>
 struct FfpaWsFp8Traits {
   using Element = __nv_fp8_e4m3;
@@ -156,6 +160,7 @@ struct FfpaWsFp8Traits {
   static constexpr int kGroups = 1;
   static constexpr bool kPair = false;
   static constexpr bool kShareK = kShareK_;
+  static constexpr bool kShareV = kShareK_;  // the pair shares V^T's stages too (FfpaWsPipeline::kShareV)
   static constexpr int kPairSize = 1;
   static constexpr int kVKeys = 32;  // keys of one V stage: one e4m3 k-step
   static constexpr int kKRows = 128;
