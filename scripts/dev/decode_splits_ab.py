@@ -2,7 +2,7 @@
 interleaved timer in one process (bench_timing.time_interleaved: L2 flushed by a read before every call,
 medians). Args: shapes as BxSxHqxHkvxD[xDv]; env SPLITS="0 1 2" (0 = auto), VARLEN=1 draws per-sequence
 lengths as bench_decode.py does ([S/2, S], seeded by B x S), PAGED=<page size> the same cache as a page pool in a
-shuffled block table, DTYPE=bf16|fp16, ITERS_MS (default 300).
+shuffled block table (PAGE_ORDER=ascending: pages in pool order), DTYPE=bf16|fp16, ITERS_MS (default 300).
 (Session 31's figures in docs/tuning_decode.md came from its first form: rounds of 10 calls in a fixed
 order, medians; the same CUDA events and flush.)"""
 import os
@@ -37,7 +37,10 @@ for shape in sys.argv[1:]:
     table = None
     page = int(os.environ.get("PAGED", "0"))
     if page:
-        table = torch.randperm(B * S // page, device="cuda", dtype=torch.int32).view(B, S // page)
+        pages = B * S // page  # PAGE_ORDER=ascending: the pool in table order (else shuffled, as the bench)
+        order = torch.arange(pages, device="cuda", dtype=torch.int32) if os.environ.get("PAGE_ORDER") == "ascending" \
+            else torch.randperm(pages, device="cuda", dtype=torch.int32)
+        table = order.view(B, S // page)
         k = k.reshape(B * S // page, page, Hkv, D)
         v = k[..., :Dv] if D != Dv else v.reshape(B * S // page, page, Hkv, Dv)
         if seqlens is None:
