@@ -41,13 +41,12 @@ struct FfpaFp8Prefill : FfpaPrefill<Traits> {
 
   // V stage v of tile j: keys j * 128 + 32 v .. + 31 of V^T's rows (the output columns), two boxes of Dv / 2
   // rows (past vt_len zero-filled; P is 0 there anyway).
-  // Sharing V (Traits::kShareV): the stage of parity (stage + tile) == rank is this block's to load, into both
-  // blocks (multicast); each block's barrier expects the whole stage either way.
+  // Sharing V (Traits::kShareV): one block of the pair loads each stage into both (Base::loads_shared).
   static __device__ __forceinline__ void load_v(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
                                                 uint32_t stage, uint32_t bar, int j, int v, int*) {
     const int key = j * Traits::kBlockN + v * Traits::kVKeys;
     if constexpr (Traits::kShareV)
-      if (((v + j) & 1) != w.rank) return;
+      if (!Base::loads_shared(w, v, j)) return;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint32_t dst = stage + h * (Traits::kHeadDimV / 2) * Traits::kVKeys;

@@ -156,9 +156,10 @@ struct FfpaPrefill {
   static constexpr int kScratchBytes = 0;  // the producer needs no scratch
   static __device__ __forceinline__ void begin_tile(const FwdParams&, const Item&, int, int*) {}
 
-  // Sharing blocks: the K slice of parity (slice + tile) == rank is this block's to load, into both
-  // blocks (multicast); each block's barrier expects the whole stage (its Q slice and the K slice) either way.
-  static __device__ __forceinline__ bool loads_k(const Item& w, int d, int j) { return ((d + j) & 1) == w.rank; }
+  // Sharing blocks: stage i of tile j (a K slice; with kShareV a V stage too) is this block's to load, into
+  // both blocks (multicast), where the parity of i + j is its rank; each block's barrier expects the whole
+  // stage (a Q@K^T stage: its Q slice and the K slice) either way.
+  static __device__ __forceinline__ bool loads_shared(const Item& w, int i, int j) { return ((i + j) & 1) == w.rank; }
 
   static __device__ __forceinline__ void load_qk(const FwdParams& p, const FfpaTmaMaps& maps, const Item& w,
                                                  uint32_t stage, uint32_t bar, int d, int j, int*) {
@@ -171,7 +172,7 @@ struct FfpaPrefill {
     // A pair's block loads the keys of its half of the tile (its cluster rank: the group's parity).
     const int key0 = j * kBlockN + (Traits::kPair ? (w.group % 2) * Traits::kKRows : 0);
     if constexpr (kShareK) {
-      if (loads_k(w, d, j))
+      if (loads_shared(w, d, j))
         ptx::tma_load_4d_multicast(stage + QSlice::kBytes, &maps.k, bar, Traits::kSliceD * d, key0, w.head_kv, w.batch, 3);
     } else if (!Traits::kPair || pair_loads_k(p, w, j)) {
       ptx::tma_load_4d(stage + QSlice::kBytes, &maps.k, bar, Traits::kSliceD * d, key0, w.head_kv, w.batch);
