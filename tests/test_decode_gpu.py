@@ -64,6 +64,17 @@ def test_query_rows_causal_and_layouts(Lq, causal, page):
     run_case(4, Lq, 8, 2, 512, D, Dv, DTYPES[-1], causal=causal, lens=[512, 1, 0, 77], page=page, seed=Lq)
 
 
+@pytest.mark.parametrize("page", [16, 32, 48, 128, 256])
+@pytest.mark.parametrize("d", [64, 128])
+def test_page_sizes_and_tile_boundaries(d, page):
+    """Pages below, at and past the spacing of a thread's load passes and past the KV tile (the passes of one
+    page share its table entry and base address: kernels/decode_kv_loads.cuh), one size not a power of two;
+    lengths ending mid-page and mid-tile, split ranges starting inside pages."""
+    D, Dv = _pick(d)
+    run_case(3, 2, 8, 2, 1536, D, Dv, DTYPES[-1], causal=True, lens=[1536, 700, 33], page=page, splits=5,
+             seed=page + d)
+
+
 @pytest.mark.parametrize("S", [1, 17, 4097, 32768])
 def test_cache_lengths(S):
     D, Dv = _pick(64)

@@ -97,7 +97,8 @@ def fused(rows, dv, splits, threads=128, units=1):
 def test_one_block_per_sm_where_the_kernel_streams_as_fast_with_one():
     """csrc/launch/heuristics.h decode_one_per_sm_splits: the D = 64 / 128 split kernel (two blocks an SM
     resident) takes one block per SM once that is at least its bound of splits (4 at D = 64, 16 at 128),
-    90% of the SMs have one, and there are no per-sequence lengths, mask or page table; else the model's count."""
+    90% of the SMs have one, and there are no per-sequence lengths, mask or pages of a size other than a power of
+    two; else the model's count."""
     import ffpa_attn._C as C
 
     def auto(base, tiles, varlen=False, masked=False, bound=4, per_sm=2, sms=132):
@@ -111,7 +112,7 @@ def test_one_block_per_sm_where_the_kernel_streams_as_fast_with_one():
     assert auto(27, 1024) == splits(27, 1024, per_sm=2)               # 4 x 27 = 108 blocks: under 90% of 132
     assert auto(16, 512, varlen=True) == C.decode_splits(16, 512, 2, 132, True, False)  # lengths: the model
     assert auto(8, 1024, masked=True) == C.decode_splits(8, 1024, 2, 132, False, True)  # a mask: the model
-    assert C.decode_splits(8, 1024, 2, 132, False, False, 4, True) == 33  # a page table: the model
+    assert C.decode_splits(8, 1024, 2, 132, False, False, 4, True) == 33  # pages of 48 keys: the model
     assert auto(8, 1024, bound=0) == 33                                # off
     assert auto(8, 1024, per_sm=1) == splits(8, 1024, per_sm=1)       # one block an SM is the model's slots already
     assert auto(8, 20) == splits(8, 20, per_sm=2)                      # 16 splits would pass half the key tiles

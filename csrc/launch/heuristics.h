@@ -163,23 +163,28 @@ inline double decode_time_model(int64_t base_blocks, int key_tiles, int64_t slot
 // S=32768 184.5, 184.4 / 181.8, 182.0 (4 / 8) and B=8 S=32768 356.7, 363.3 / 357.1, 357.1 (2 / 4). Hence from
 // 4 splits at D = 64 and from 16 at D = 128 (the many splits' merge is what one block per SM saves there);
 // not with per-sequence lengths (a batch's short sequences leave their SMs idle: more, shorter blocks
-// balance), a mask (latency-bound blocks) or a page table (`paged`: its tiles wait on the block table, and a
-// second block an SM hides that; the same H100, pages of 64 in a shuffled table, B=1
-// S=131072: D = 128 198.6 one per SM against 190.6 with 33 splits, D = 64 119.6 against 110.9). The same
-// host, the rule in place (us, auto / the model's count): D = 128 B=1 183.5 / 185.2, with a length 176.8 /
-// 178.4; D = 64 B=1 100.9 / 104.7, with a length 98.3 / 101.2, B=2 101.3 / 102.4, B=4 100.6 / 102.3.
+// balance), a mask (latency-bound blocks) or pages of a size that is not a power of two (`odd_pages`: each
+// paged tile divides keys by the page size, and a second block an SM hides that). The same host, the rule in
+// place (us, auto / the model's count): D = 128 B=1 183.5 / 185.2, with a length 176.8 / 178.4; D = 64 B=1
+// 100.9 / 104.7, with a length 98.3 / 101.2, B=2 101.3 / 102.4, B=4 100.6 / 102.3. Paged caches took the
+// model's count until session 40 gave a thread's load passes one table entry and address per page
+// (kernels/decode_kv_loads.cuh): one H100, B=1 S=131072 32/8, a shuffled table, us, one per SM / the model's
+// count, old loads in the same run: D = 64 pages of 64 103.0, 102.8 / 108.4, 108.9 (old 119.4 / 111.1), of 16
+// 105.3 / 111.8, of 256 103.1 / 107.0, contiguous 100.6; D = 128 pages of 64 190.1, 190.0 / 188.5, 189.3 (old
+// 204.0 / 190.8), of 16 190.0 / 192.6, of 256 188.1 / 187.9, contiguous 185.2; pages of 48 (D = 64, S=122880)
+// 118.7 / 104.8.
 inline int decode_one_per_sm_splits(int64_t base_blocks, int key_tiles, int sms, int one_per_sm_min, bool varlen,
-                                    bool masked, bool paged) {
-  if (one_per_sm_min <= 0 || varlen || masked || paged || base_blocks <= 0 || sms <= 0) return 0;
+                                    bool masked, bool odd_pages) {
+  if (one_per_sm_min <= 0 || varlen || masked || odd_pages || base_blocks <= 0 || sms <= 0) return 0;
   const int64_t s = sms / base_blocks;
   if (s < one_per_sm_min || s > key_tiles / 2 || s > kMaxDecodeSplits || 10 * base_blocks * s < 9 * sms) return 0;
   return static_cast<int>(s);
 }
 inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen = false,
-                                bool masked = false, int one_per_sm_min = 0, bool paged = false) {
+                                bool masked = false, int one_per_sm_min = 0, bool odd_pages = false) {
   if (base_blocks <= 0 || key_tiles <= 2) return 1;
   if (blocks_per_sm > 1)
-    if (const int s = decode_one_per_sm_splits(base_blocks, key_tiles, sms, one_per_sm_min, varlen, masked, paged))
+    if (const int s = decode_one_per_sm_splits(base_blocks, key_tiles, sms, one_per_sm_min, varlen, masked, odd_pages))
       return s;
   const int64_t slots = static_cast<int64_t>(sms > 0 ? sms : 1) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
   if (!varlen && !masked && key_tiles <= kDecodeShortRangeTiles && 10 * base_blocks >= 9 * static_cast<int64_t>(sms) &&

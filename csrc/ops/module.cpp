@@ -166,9 +166,9 @@ py::object route(const std::string& op, const std::string& dtype, int head_dim, 
 
 // The split count an auto decode call uses (launch/heuristics.h), for explicit sizes (no GPU needed).
 int decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen, bool masked,
-                  int one_per_sm_min, bool paged) {
+                  int one_per_sm_min, bool odd_pages) {
   return ffpa::launch::choose_decode_splits(base_blocks, key_tiles, blocks_per_sm, sms, varlen, masked, one_per_sm_min,
-                                            paged);
+                                            odd_pages);
 }
 
 // The process-wide modes (launch/ffpa_fwd.h): each enum's names in its order, 0 = "auto".
@@ -249,7 +249,7 @@ PYBIND11_MODULE(_C, m) {
         py::arg("level"), py::arg("acc"), py::arg("len_q"), py::arg("len_kv"), py::arg("batch_heads"),
         "The kernel the chooser (csrc/launch/route.cpp) runs for such a call on the current device, or None");
   m.def("decode_splits", &decode_splits, py::arg("base_blocks"), py::arg("key_tiles"), py::arg("blocks_per_sm"),
-        py::arg("sms"), py::arg("varlen") = false, py::arg("masked") = false, py::arg("one_per_sm_min") = 0, py::arg("paged") = false,
+        py::arg("sms"), py::arg("varlen") = false, py::arg("masked") = false, py::arg("one_per_sm_min") = 0, py::arg("odd_pages") = false,
         "The split-KV count an auto decode call picks (csrc/launch/heuristics.h), for explicit sizes; "
         "one_per_sm_min: the kernel's one-block-per-SM bound (4 for D = 64, 16 for D = 128, 0 off)");
   def_mode(m, "fa2_mma", kFa2MmaNames, &ffpa::launch::set_fa2_mma, &ffpa::launch::fa2_mma,
