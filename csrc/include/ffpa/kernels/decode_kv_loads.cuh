@@ -1,8 +1,8 @@
 // The K/V loads of the mma.sync split-KV decode kernel (kernels/decode_sm80.cuh): where each thread's
 // rows of a KV tile live (a source pointer per load pass, stepped a tile on for a contiguous cache, page
-// indices a tile ahead for a paged one, one per page a thread's passes touch), the cp.async ring's loads by compile-time chunk, and the ring
-// step (wait, block barrier, the load kStages - 1 ahead). `Work` is the kernel's block description
-// (DecodeFwd::Work: batch, KV head, key range).
+// indices a tile ahead for a paged one, one per page a thread's passes touch), the cp.async ring's loads
+// by compile-time chunk, and the ring step (wait, block barrier, the load kStages - 1 ahead). `Work` is
+// the kernel's block description (DecodeFwd::Work: batch, KV head, key range).
 #pragma once
 #include <cstdint>
 #include <type_traits>

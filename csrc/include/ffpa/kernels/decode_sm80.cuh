@@ -163,23 +163,23 @@ struct DecodeFwd {
           const uint32_t bn[2] = {b[ks][2 * n], b[ks][2 * n + 1]};
           Num::mma_f32acc(s_acc[ks % kQkChains][n], a[ks], bn);
         }
-      return;
-    }
+    } else {  // each k-step's fragments just before its MMAs
 #pragma unroll
-    for (int ks = 0; ks < kSteps; ++ks) {
-      float (&acc)[kSNTiles][4] = s_acc[ks % kQkChains];
-      uint32_t a[4];
-      ptx::ldmatrix_m8n8_x4(a, QTile::advance(qa, 0, 2 * ks));
-      if constexpr (kSNTiles == 1) {
-        uint32_t b[2];
-        ptx::ldmatrix_m8n8_x2(b, KvTile::advance(kb, 0, 2 * ks));
-        Num::mma_f32acc(acc[0], a, b);
-      } else {
-        uint32_t b[4];
-        ptx::ldmatrix_m8n8_x4(b, KvTile::advance(kb, 0, 2 * ks));
-        const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-        Num::mma_f32acc(acc[0], a, b0);
-        Num::mma_f32acc(acc[1], a, b1);
+      for (int ks = 0; ks < kSteps; ++ks) {
+        float (&acc)[kSNTiles][4] = s_acc[ks % kQkChains];
+        uint32_t a[4];
+        ptx::ldmatrix_m8n8_x4(a, QTile::advance(qa, 0, 2 * ks));
+        if constexpr (kSNTiles == 1) {
+          uint32_t b[2];
+          ptx::ldmatrix_m8n8_x2(b, KvTile::advance(kb, 0, 2 * ks));
+          Num::mma_f32acc(acc[0], a, b);
+        } else {
+          uint32_t b[4];
+          ptx::ldmatrix_m8n8_x4(b, KvTile::advance(kb, 0, 2 * ks));
+          const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+          Num::mma_f32acc(acc[0], a, b0);
+          Num::mma_f32acc(acc[1], a, b1);
+        }
       }
     }
   }
