@@ -19,9 +19,11 @@ MASK_BLOCK = 128
 QUICK = {"N": 1024, "H": 8, "D": [320, 512, 1024], "warmup": 5, "iters": 20}
 DEFAULTS = {"B": 1, "H": 32, "N": 8192, "D": DEFAULT_D, "warmup": 25, "iters": 100}
 # Named sweeps (explicit --shapes / --D win).  "fa2": the FA-2 family against SDPA flash,
-# efficient and cuDNN at the two shapes of issue #4.
+# efficient and cuDNN at the two shapes of issue #4; "short": short sequences of vision and encoder models
+# (ViT-B/16 at 224 px: 197 tokens, 12 heads of 64; 256 tokens, 16 heads), where tile padding weighs most.
 PRESETS = {
     "fa2": {"shapes": ["1x32x8192", "8x16x2048"], "D": FA2_D},
+    "short": {"shapes": ["128x12x197", "64x16x256"], "D": [64, 96, 128]},
     "decode": {},  # bench/bench_decode.py's sweep (it takes --dtype, --warmup, --iters, --out-dir, --gen-bench)
     "fp8": {},  # bench/bench_fp8.py's sweep (it takes --warmup, --iters, --out-dir, --gen-bench)
 }
@@ -66,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--Dv", type=int, default=None, help="value head dim (default: D)")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help=f"named sweep: fa2 = --shapes {' '.join(PRESETS['fa2']['shapes'])} "
-                        f"--D {_dims(FA2_D)}; explicit --shapes/--D win; decode = the split-KV decode "
+                        f"--D {_dims(FA2_D)}; short = --shapes {' '.join(PRESETS['short']['shapes'])} --D "
+                        f"{_dims(PRESETS['short']['D'])}; explicit --shapes/--D win; decode = the split-KV decode "
                         "sweep of bench/bench_decode.py; fp8 = the FP8 sweep of bench/bench_fp8.py (default: none)")
     p.add_argument("--dtype", nargs="+", choices=["bf16", "fp16"], default=["bf16"],
                    help="input dtypes, a sweep each (default: bf16)")

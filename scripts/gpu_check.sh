@@ -78,6 +78,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
   DEFAULT_RUNS+=";--mask blocksparse --shapes 1x32x8192 --D 64 128 256 --dtype bf16 --causal-both --kernels sdpa_efficient sdpa_cudnn fa2 --warmup 10 --iters 40"
   DEFAULT_RUNS+=";--preset decode --dtype bf16 fp16 --warmup 10 --iters 40"
   DEFAULT_RUNS+=";--preset fp8 --warmup 10 --iters 40"
+  DEFAULT_RUNS+=";--preset short --dtype bf16 --causal-both --kernels sdpa_flash sdpa_cudnn fa2 --warmup 10 --iters 40"
   rm -rf "$OUT/bench" && mkdir -p "$OUT/bench"
   IFS=';' read -ra RUNS <<< "${FFPA_BENCH_RUNS:-$DEFAULT_RUNS}"
   i=0

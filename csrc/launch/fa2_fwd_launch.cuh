@@ -207,12 +207,12 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     if constexpr (kMaskTile) {
       if (p.block_map != nullptr && p.block_map_m == VM::Traits::kBlockM && p.block_map_n == VM::Traits::kBlockN)
         return run_on<VM, WsM>(p, stream);
-      // Causal calls without a mask where the masked tile's narrower diagonal saves more work than
-      // its pace costs (launch/heuristics.h fa2_causal_short_tile; warp-specialised kernel only).
-      if (kWsOn && !kWsOnly && WsM::wanted(p.num_stages) && p.is_causal && p.block_map == nullptr && p.mask == nullptr &&
-          fa2_causal_short_tile(kD, static_cast<int64_t>(p.batch) * p.heads_q, p.len_q, p.len_kv, p.causal_offset,
-                                num_sms(), V::Traits::kBlockM, V::Traits::kBlockN, VM::Traits::kBlockM,
-                                VM::Traits::kBlockN))
+      // Calls without a mask that compute less on the masked tile (short sequences, causal diagonals):
+      // launch/heuristics.h fa2_narrow_tile; the warp-specialised kernel only.
+      if (kWsOn && !kWsOnly && WsM::wanted(p.num_stages) && p.block_map == nullptr && p.mask == nullptr &&
+          fa2_narrow_tile(kD, static_cast<int64_t>(p.batch) * p.heads_q, p.len_q, p.len_kv, p.is_causal,
+                          p.causal_offset, num_sms(), V::Traits::kBlockM, V::Traits::kBlockN, VM::Traits::kBlockM,
+                          VM::Traits::kBlockN))
         return run_on<VM, WsM>(p, stream);
     }
     return run_on<V, Ws>(p, stream);

@@ -332,43 +332,42 @@ inline int fa2_causal_tail_bh(int64_t bh, int m_blocks, int sms, double waves = 
   return static_cast<int>(t < bh ? t : bh);
 }
 
-// FA-2 on Hopper, causal calls without a mask at D <= 96: the masked tile (two consumers x 64 rows, 128
-// keys) in place of the table's (D = 64: three consumers x 64 rows on 128 keys; D = 96: two on 176 keys)
-// where its narrower diagonal saves more work than its slower pace costs. The work: query-block rows x
-// the key tiles the block's last row reaches (the kernels' causal cut, block_kv_tiles), padding included;
-// the pace per unit of that work, the masked tile's against the table's: kFa2NarrowPace64 / 96, fitted to
-// the cells below where the walk has work for 2+ rounds of pairs an SM; under that the narrow tile's
-// shorter items and more of them fill the SMs better and its pace counts as equal. Session 41, one H100
-// (scripts/dev/fa2_ws_variants.py, bf16 causal TFLOPS, table / masked tile, SDPA cuDNN beside), D = 64:
-// B=32 H=16 N=512 177.6 / 196.8 (239.4), B=16 H=16 N=768 241.4 / 236.1 (274.5), N=1024 260.0 / 280.5
-// (321.6), B=8 H=16 N=1536 338.9 / 313.1 (341.2), N=2048 357.2 / 342.0 (373.5), B=4 H=16 N=3072 412.9 /
-// 361.3, B=4 H=32 N=4096 437.9 / 393.0, B=2 H=32 N=6144 484.6 / 405.6, B=1 H=32 N=8192 471.0 / 423.2; under
-// two rounds: B=2 H=16 N=2048 257.6 / 298.9 (282.9), B=1 H=16 N=1024 77.0 / 102.1 (126.4), B=1 H=8 N=512
-// 13.5 / 16.3. D = 96, the same shapes but the last: 217.1 / 240.3, 271.2 / 297.3, 321.7 / 349.0, 359.8 /
-// 377.1, 423.4 / 436.1, 458.2 / 461.6, 483.9 / 516.3, 501.2 / 490.1, 519.7 / 507.2 (430.4); 364.9 / 388.3,
-// 120.4 / 138.1. The model picks the faster tile in each of these 23 cells (tests/test_fa2_schedule.py).
-constexpr double kFa2NarrowPace64 = 0.85;
-constexpr double kFa2NarrowPace96 = 0.97;
+// FA-2 on Hopper, calls without a mask at D <= 96: the masked tile (two consumers x 64 rows, 128 keys) in place
+// of the table's (D = 64: three consumers x 64 rows on 128 keys; D = 96: two on 176 keys) where it computes
+// enough less: short sequences, whose last query block or key tile the wider tile pads more (ViT's N = 197
+// computes 2 x 192 rows on the table's tile, 2 x 128 on the narrow one), and causal diagonals. The work:
+// query-block rows x the key tiles each block reaches (causal: its last row, the kernels' block_kv_tiles),
+// padding included. The narrow tile runs that work at kFa2NarrowPace of the table's pace (D = 64: two
+// consumers against three; D = 96: 128-key tiles against 176), where the walk has work for 2+ rounds of
+// its slots (items; causal: pairs) an SM; under that the narrow tile's shorter, more numerous items fill
+// the SMs better and the paces count as equal. Fitted to 59 cells on one H100 (session 41,
+// scripts/dev/fa2_ws_variants.py with a temporary switch, bf16, TFLOPS, table / narrow; docs/hopper_profile.md
+// has them all): D = 64 B=128 H=12 N=197 127.4 / 147.7 (SDPA cuDNN 171.9), B=64 H=16 N=256 225.9 / 262.4
+// (308.9), N=577 296.3 / 287.0, B=8 N=2048 472.9 / 400.4, causal B=16 N=1024 260.0 / 280.5, N=2048 357.2 /
+// 342.0; D = 96 N=197 162.0 / 197.5 (193.9), B=1 H=32 N=8192 532.8 / 517.6. The paces that pick the faster
+// tile in every cell: 0.81-0.83 at D = 64 and 0.970-0.975 at D = 96 (tests/test_fa2_schedule.py holds them).
+constexpr double kFa2NarrowPace64 = 0.82;
+constexpr double kFa2NarrowPace96 = 0.972;
 constexpr double kFa2NarrowMinRounds = 2.0;
-inline double causal_tile_work(int len_q, int len_kv, int causal_offset, int block_m, int block_n) {
+inline double fa2_tile_work(int len_q, int len_kv, bool causal, int causal_offset, int block_m, int block_n) {
+  const auto tiles = [block_n](int64_t keys) { return static_cast<double>((keys + block_n - 1) / block_n * block_n); };
+  if (!causal) return static_cast<double>((static_cast<int64_t>(len_q) + block_m - 1) / block_m * block_m) * tiles(len_kv);
   double work = 0.0;
   for (int64_t m0 = 0; m0 < len_q; m0 += block_m) {
     const int64_t last = std::min<int64_t>(m0 + block_m, len_q) - 1;
-    const int64_t keys = std::clamp<int64_t>(last + causal_offset + 1, 0, len_kv);
-    work += static_cast<double>(block_m) * static_cast<double>((keys + block_n - 1) / block_n * block_n);
+    work += static_cast<double>(block_m) * tiles(std::clamp<int64_t>(last + causal_offset + 1, 0, len_kv));
   }
   return work;
 }
 // table_m x table_n: the table's tile; narrow_m x narrow_n: the masked tile (the launcher's traits).
-inline bool fa2_causal_short_tile(int head_dim, int64_t bh, int len_q, int len_kv, int causal_offset, int sms,
-                                  int table_m, int table_n, int narrow_m, int narrow_n) {
-  if (head_dim > 96 || bh <= 0 || len_q <= 0 || sms <= 0) return false;
+inline bool fa2_narrow_tile(int head_dim, int64_t bh, int len_q, int len_kv, bool causal, int causal_offset, int sms,
+                            int table_m, int table_n, int narrow_m, int narrow_n) {
+  if (head_dim > 96 || bh <= 0 || len_q <= 0 || len_kv <= 0 || sms <= 0) return false;
   const int64_t table_blocks = (len_q + table_m - 1) / table_m;
-  const double rounds = static_cast<double>(bh) * ((table_blocks + 1) / 2) / sms;
+  const double rounds = static_cast<double>(bh) * (causal ? (table_blocks + 1) / 2 : table_blocks) / sms;
   const double pace = rounds < kFa2NarrowMinRounds ? 1.0 : head_dim <= 64 ? kFa2NarrowPace64 : kFa2NarrowPace96;
-  const double table = causal_tile_work(len_q, len_kv, causal_offset, table_m, table_n);
-  const double narrow = causal_tile_work(len_q, len_kv, causal_offset, narrow_m, narrow_n);
-  return narrow < pace * table;
+  return fa2_tile_work(len_q, len_kv, causal, causal_offset, narrow_m, narrow_n) <
+         pace * fa2_tile_work(len_q, len_kv, causal, causal_offset, table_m, table_n);
 }
 
 // FFPA L1 on Hopper (launch/ffpa_fwd_ws_launch.cuh, up to Dv = 640): whether query blocks 2 q + 1, 2 q

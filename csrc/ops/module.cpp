@@ -287,14 +287,14 @@ PYBIND11_MODULE(_C, m) {
         py::arg("waves") = ffpa::launch::kFa2CausalTailWaves,
         "The (batch, head)s the warp-specialised FA-2 kernel's causal walk ends on as single items "
         "(csrc/launch/heuristics.h), for explicit sizes");
-  m.def("fa2_causal_short_tile", &ffpa::launch::fa2_causal_short_tile, py::arg("head_dim"), py::arg("bh"),
-        py::arg("len_q"), py::arg("len_kv"), py::arg("causal_offset"), py::arg("sms"), py::arg("table_m"),
+  m.def("fa2_narrow_tile", &ffpa::launch::fa2_narrow_tile, py::arg("head_dim"), py::arg("bh"), py::arg("len_q"),
+        py::arg("len_kv"), py::arg("causal"), py::arg("causal_offset"), py::arg("sms"), py::arg("table_m"),
         py::arg("table_n"), py::arg("narrow_m"), py::arg("narrow_n"),
-        "Whether a causal FA-2 call without a mask runs on the masked (narrower) tile on Hopper "
+        "Whether an FA-2 call without a mask runs on the masked (narrower) tile on Hopper "
         "(csrc/launch/heuristics.h), for explicit sizes");
-  m.def("causal_tile_work", &ffpa::launch::causal_tile_work, py::arg("len_q"), py::arg("len_kv"),
+  m.def("fa2_tile_work", &ffpa::launch::fa2_tile_work, py::arg("len_q"), py::arg("len_kv"), py::arg("causal"),
         py::arg("causal_offset"), py::arg("block_m"), py::arg("block_n"),
-        "A causal call's work on block_m x block_n tiles, padding included (csrc/launch/heuristics.h)");
+        "An FA-2 call's work on block_m x block_n tiles, padding included (csrc/launch/heuristics.h)");
   m.def("decode_longest_first", &decode_longest_first, py::arg("varlen"), py::arg("batch"), py::arg("blocks"),
         py::arg("slots"), "Whether a decode call's blocks take their sequences longest first (csrc/launch/heuristics.h)");
   if (!ffpa::ops::add_fastpath(m.ptr())) throw py::error_already_set();
