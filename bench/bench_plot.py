@@ -222,7 +222,8 @@ def _tflops(cells, kernel, cols):
 
 # plot file prefix and y label per speedup baseline
 _SPEEDUP_PLOTS = {"sdpa_efficient": ("speedup", "SDPA efficient attention"),
-                  "sdpa_flash": ("speedup_vs_fa", "SDPA flash attention")}
+                  "sdpa_flash": ("speedup_vs_fa", "SDPA flash attention"),
+                  "sdpa_cudnn": ("speedup_vs_cudnn", "SDPA cuDNN attention")}
 
 
 def make_plots(results_json, out_dir) -> list:
@@ -230,7 +231,8 @@ def make_plots(results_json, out_dir) -> list:
 
     Per (dtype, causal, mask) combo: ``tflops_<tag>.png`` (TFLOPS per kernel per head dim),
     ``speedup_<tag>.png`` (each of ours vs SDPA EA) when SDPA EA and one of ours ran, and
-    ``speedup_vs_fa_<tag>.png`` (vs SDPA FA) when one of ours shares a head dim with SDPA FA.
+    ``speedup_vs_fa_<tag>.png`` (vs SDPA FA) and ``speedup_vs_cudnn_<tag>.png`` (vs SDPA cuDNN) when one
+    of ours shares a head dim with that backend.
     """
     import matplotlib
     matplotlib.use("Agg")

@@ -23,8 +23,9 @@ OUR_KERNELS = ["ffpa_l1", "ffpa_l2", "ffpa_l3", "fa2", "ffpa_auto"]
 # "fa2" runs on Hopper. Its compiled head dims are those of "fa2".
 OUR_VARIANTS = {"fa2_sync": "fa2"}
 BASELINE = "sdpa_efficient"
-# Speedup rows are drawn against each of these that ran (SDPA FA: head dims <= 256 only).
-SPEEDUP_BASELINES = ["sdpa_efficient", "sdpa_flash"]
+# Speedup rows are drawn against each of these that ran (SDPA FA and cuDNN: head dims <= 256 only;
+# cuDNN is SDPA's default on Hopper there).
+SPEEDUP_BASELINES = ["sdpa_efficient", "sdpa_flash", "sdpa_cudnn"]
 MASKS = ["none", "blocksparse"]
 
 LABELS = {
@@ -310,8 +311,8 @@ def make_tables(results_json) -> "OrderedDict[str, str]":
 
     Rows: SDPA EA TFLOPS, other SDPA backends that ran, each of our kernels' TFLOPS (after
     FFPA auto's, a "FFPA auto ran" row: FA-2 / L1 / L2 / L3 per head dim, "?" where unknown), then
-    "<ours> speedup vs SDPA EA" and "<ours> speedup vs SDPA FA" rows (where that baseline
-    ran and the row has a number).  Missing cells are "-"; cells whose --check failed get a
+    "<ours> speedup vs SDPA EA", "... vs SDPA FA" and "... vs SDPA cuDNN" rows (where that
+    baseline ran and the row has a number).  Missing cells are "-"; cells whose --check failed get a
     trailing "!".  Masked runs count dense flops (noted under the table).
     """
     device = results_json.get("device", "unknown device")

@@ -158,6 +158,7 @@ def test_fa2_rows_show_ratios_vs_flash_and_efficient():
         assert len(_row(md, lab)) == len(FA2_DIMS)
     assert _row(md, "FA2 (ours) speedup vs SDPA FA") == ["1.20x"] * 3
     assert _row(md, "FA2 (ours) speedup vs SDPA EA") == ["1.50x"] * 3
+    assert _row(md, "FA2 (ours) speedup vs SDPA cuDNN") == [f"{1.2 / 1.1:.2f}x"] * 3
     assert "mask: none" in md and "mask blocksparse" not in md
 
 
@@ -183,7 +184,7 @@ def test_mask_results_get_their_own_tables_and_note():
 def test_make_plots_speedup_vs_flash(tmp_path):
     paths = {os.path.basename(p) for p in bench.make_plots(_fa2_synthetic(mask="blocksparse"), str(tmp_path))}
     assert paths == {"tflops_bf16_blocksparse.png", "speedup_bf16_blocksparse.png",
-                     "speedup_vs_fa_bf16_blocksparse.png"}
+                     "speedup_vs_fa_bf16_blocksparse.png", "speedup_vs_cudnn_bf16_blocksparse.png"}
     for p in paths:
         _assert_png(str(tmp_path / p))
 
