@@ -175,6 +175,27 @@ def test_fa2_causal_walk_ends_on_single_items(D, causal, mma):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("D", [64, 96])
+@pytest.mark.parametrize("causal", ["none", "top_left", "bottom_right"])
+@pytest.mark.parametrize("scale", [None, -0.09], ids=["scale", "negative_scale"])
+def test_fa2_look_ahead_kernel(dtype, D, causal, scale, mma):
+    """The Hopper kernel that issues each consumer's next item's first S before its epilogue (launch/
+    heuristics.h fa2_ws_look_ahead: D <= 64 from 1024 keys, D <= 96 from 512): more items than SMs, so
+    each consumer chains several; GQA, odd lengths, L > S (bottom-right: items with no key tile mid-walk),
+    a negative scale (Q flipped before the look-ahead S)."""
+    import ffpa_attn._C as C
+
+    need(dtype, D)
+    L, S = 1000 + D + 37, 1100 - D + 13
+    assert C.fa2_ws_look_ahead(D, S)  # the shape is one that runs the look-ahead kernel on Hopper
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    Hq = sms // 3 + 1
+    q, k, v = rand_qkv(2, Hq, 1 if Hq % 2 else 2, L, S, D, dtype, seed=D + 23)
+    out, lse = run_fa2(q, k, v, causal, scale=scale)
+    check(out, lse, q, k, v, causal, scale=scale, what=f"D={D} {causal} scale={scale} Hq={Hq} L={L} S={S}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("D", [64, 128, 256, 320, 384])
 @pytest.mark.parametrize("kind", MASK_KINDS)
 def test_fa2_masks(dtype, D, kind, mma):

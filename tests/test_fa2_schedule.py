@@ -1,5 +1,6 @@
-"""The warp-specialised FA-2 kernel's causal walk (csrc/launch/heuristics.h fa2_causal_tail_bh), on
-explicit sizes through ffpa_attn._C: no GPU needed."""
+"""The warp-specialised FA-2 kernel's schedule on explicit sizes through ffpa_attn._C (csrc/launch/heuristics.h):
+its causal walk (fa2_causal_tail_bh), the tile of calls without a mask (fa2_narrow_tile) and where the
+look-ahead kernel runs (fa2_ws_look_ahead). No GPU needed."""
 from __future__ import annotations
 
 import pytest
@@ -143,3 +144,50 @@ def test_head_dims_past_96_and_long_caches_keep_the_table():
     assert narrow(64, 16, 16, 1024, 8192, causal=True, align="top_left")
     # the few-rounds rule: ViT-B at batch 1 (12 heads x 2 blocks, under a round) takes the narrow tile
     assert narrow(64, 1, 12, 197) and narrow(64, 128, 12, 197)
+
+
+# ---- the look-ahead kernel (csrc/launch/heuristics.h fa2_ws_look_ahead) --------------------------------------
+
+# Session 42, one H100, bf16, TFLOPS today's kernel / look-ahead (two interleaved pairs each): (D, causal, B, H,
+# N) -> the faster; cells within 0.5% left out, and D = 64 at 768 keys (+1% non-causal, -0.5% causal: the
+# rule starts at 1024)
+LOOK_AHEAD_MEASURED = {
+    (32, 0, 64, 16, 256): "today",  # 146.0 / 134.2
+    (32, 1, 64, 16, 256): "today",  # 73.3 / 69.5
+    (32, 1, 8, 16, 2048): "ahead",  # 202.7 / 208.2
+    (64, 0, 64, 16, 256): "today",  # 259.2 / 246.7, 261.5 / 245.7
+    (64, 1, 64, 16, 256): "today",  # 131.0 / 124.3
+    (64, 1, 32, 16, 512): "today",  # 204.5 / 198.8
+    (64, 0, 16, 16, 1024): "ahead",  # 372.5 / 378.3
+    (64, 1, 16, 16, 1024): "ahead",  # 270.7 / 272.3, 269.8 / 272.6
+    (64, 0, 8, 16, 2048): "ahead",  # 440.9 / 452.7
+    (64, 1, 8, 16, 2048): "ahead",  # 336.4 / 345.0
+    (64, 0, 4, 16, 4096): "ahead",  # 460.0 / 472.9
+    (64, 1, 1, 32, 8192): "ahead",  # 429.8 / 452.0
+    (96, 0, 32, 16, 512): "ahead",  # 350.1 / 366.7
+    (96, 1, 32, 16, 512): "ahead",  # 230.3 / 235.7
+    (96, 1, 24, 16, 768): "ahead",  # 283.1 / 291.5
+    (96, 0, 16, 16, 1024): "ahead",  # 416.9 / 434.4
+    (96, 1, 4, 16, 4096): "ahead",  # 450.7 / 467.8
+    (128, 0, 64, 16, 256): "today",  # 326.0 / 313.9
+    (128, 0, 8, 16, 2048): "today",  # 563.6 / 556.2
+    (128, 1, 8, 16, 2048): "today",  # 483.4 / 464.3
+    (128, 1, 1, 32, 8192): "today",  # 599.9 / 585.9
+}
+
+
+@pytest.mark.parametrize("cell,faster", sorted(LOOK_AHEAD_MEASURED.items()), ids=lambda c: str(c))
+def test_the_look_ahead_kernel_runs_where_it_measured_faster(cell, faster):
+    import ffpa_attn._C as C
+
+    d, causal, B, H, n = cell
+    assert C.fa2_ws_look_ahead(d, n) == (faster == "ahead")
+
+
+def test_the_look_ahead_rule_edges():
+    import ffpa_attn._C as C
+
+    assert not C.fa2_ws_look_ahead(64, 1023) and C.fa2_ws_look_ahead(64, 1024)
+    assert not C.fa2_ws_look_ahead(96, 511) and C.fa2_ws_look_ahead(96, 512) and C.fa2_ws_look_ahead(80, 512)
+    assert not C.fa2_ws_look_ahead(97, 1 << 20) and not C.fa2_ws_look_ahead(128, 1 << 20)
+    assert not C.fa2_ws_look_ahead(0, 4096) and C.fa2_ws_look_ahead(32, 4096)

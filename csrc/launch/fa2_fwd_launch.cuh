@@ -41,8 +41,18 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
   // docs/hopper_profile.md).
   static constexpr bool kPingPong = true;
   static inline bool opted_in[64] = {};
+  static inline bool opted_in_ahead[64] = {};
   using Kernel = attn::Fa2FwdWs<Traits, kPingPong>;
-  static attn::Fa2KernelWs kernel() { return attn::fa2_fwd_ws_kernel<Traits, kPingPong>; }
+  // The look-ahead variant (Fa2FwdWs kAhead: the next item's first S issued before this item's
+  // epilogue) where launch/heuristics.h fa2_ws_look_ahead says; compiled only at the head dims it may run.
+  static constexpr bool kAheadBuilt =
+      (Traits::kHeadDim > Traits::kHeadDimV ? Traits::kHeadDim : Traits::kHeadDimV) <= kFa2LookAheadMaxDim;
+  static attn::Fa2KernelWs kernel(bool ahead = false) {
+    if constexpr (kAheadBuilt) {
+      if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true>;
+    }
+    return attn::fa2_fwd_ws_kernel<Traits, kPingPong>;
+  }
 
   // Auto depth only: an explicit num_stages pins the cp.async kernel's ring.
   static bool wanted(int num_stages) { return num_stages == 0; }
@@ -90,8 +100,11 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
     if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
     const int smem = Plan::kSmemBytes;
     if (smem > max_smem_optin()) return cudaErrorNotSupported;
-    const auto fn = kernel();
-    const cudaError_t err = opt_in_smem(fn, smem, opted_in);
+    const bool ahead = kAheadBuilt && p.block_map == nullptr && p.mask == nullptr &&
+                       fa2_ws_look_ahead(Traits::kHeadDim > Traits::kHeadDimV ? Traits::kHeadDim : Traits::kHeadDimV,
+                                         p.len_kv);
+    const auto fn = kernel(ahead);
+    const cudaError_t err = opt_in_smem(fn, smem, ahead ? opted_in_ahead : opted_in);
     if (err != cudaSuccess) return err;
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
     if (static_cast<int64_t>(m_blocks) * p.heads_q * p.batch > INT32_MAX) return cudaErrorNotSupported;

@@ -370,6 +370,22 @@ inline bool fa2_narrow_tile(int head_dim, int64_t bh, int len_q, int len_kv, boo
          pace * fa2_tile_work(len_q, len_kv, causal, causal_offset, table_m, table_n);
 }
 
+// FA-2 on Hopper, calls without a mask: whether the warp-specialised kernel issues each consumer's next
+// item's first S before this item's epilogue (Fa2FwdWs kAhead), so the O stores run under that S. One
+// H100, bf16, TFLOPS today's / look-ahead, same run (session 42, scripts/dev/fa2_ws_variants.py): D = 96
+// +2..5% from 512 keys (B=32 H=16 N=512 350 / 367, causal 230 / 236; B=4 N=4096 492 / 506, causal 451 /
+// 468); D = 64 +1..5% from 1024 keys (B=16 N=1024 373 / 378; B=8 N=2048 441 / 453, causal 336 / 345; B=1
+// H=32 N=8192 475 / 490, causal 430 / 452), -1..3% at 512, -5% at 256 (64x16x256 259 / 247); D = 32 -8% at
+// 256, +0..3% at 2048; D = 128 -1..4% at every length (its deferred P V wait, kDefer, already overlaps
+// there), D = 256 +-2%. The look-ahead kernel is compiled at D <= kFa2LookAheadMaxDim only.
+constexpr int kFa2LookAheadMaxDim = 96;
+constexpr int kFa2LookAheadMinKeys64 = 1024;  // D <= 64
+constexpr int kFa2LookAheadMinKeys96 = 512;   // 64 < D <= 96
+inline bool fa2_ws_look_ahead(int head_dim, int len_kv) {
+  if (head_dim <= 0 || head_dim > kFa2LookAheadMaxDim) return false;
+  return len_kv >= (head_dim <= 64 ? kFa2LookAheadMinKeys64 : kFa2LookAheadMinKeys96);
+}
+
 // FFPA L1 on Hopper (launch/ffpa_fwd_ws_launch.cuh, up to Dv = 640): whether query blocks 2 q + 1, 2 q
 // run as a cluster pair whose K slices are loaded once for both (traits/ffpa_traits.h, kShareK). Causal
 // calls only: their blocks do not run in step (items of every length), and lone causal blocks spent

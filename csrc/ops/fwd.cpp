@@ -109,8 +109,11 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     p.work_counter = work_counter.data_ptr<int>();
   } else if (info.work_counter) {
     // A persistent grid with more slots (items; causal: pairs) than SMs balances on the counter;
-    // below that every block has one slot and the zero fill would only cost a launch.
-    const int64_t m_blocks = (L + info.block_m - 1) / info.block_m;
+    // below that every block has one slot and the zero fill would only cost a launch. The launcher
+    // may run the masked calls' tile instead of the table's (a mask; on Hopper short or causal calls
+    // at D <= 96, launch/heuristics.h fa2_narrow_tile): counted on the shorter of the two.
+    const int block_m = info.mask_block_m > 0 ? std::min(info.block_m, info.mask_block_m) : info.block_m;
+    const int64_t m_blocks = (L + block_m - 1) / block_m;
     const int64_t slots = (is_causal ? (m_blocks + 1) / 2 : m_blocks) * Hq * B;
     if (slots > at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {
       work_counter = at::zeros({1}, opts.dtype(at::kInt));

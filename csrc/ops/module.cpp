@@ -292,6 +292,9 @@ PYBIND11_MODULE(_C, m) {
         py::arg("table_n"), py::arg("narrow_m"), py::arg("narrow_n"),
         "Whether an FA-2 call without a mask runs on the masked (narrower) tile on Hopper "
         "(csrc/launch/heuristics.h), for explicit sizes");
+  m.def("fa2_ws_look_ahead", &ffpa::launch::fa2_ws_look_ahead, py::arg("head_dim"), py::arg("len_kv"),
+        "Whether an FA-2 call without a mask runs the Hopper kernel that issues its next item's first S before "
+        "the epilogue (csrc/launch/heuristics.h), for explicit sizes");
   m.def("fa2_tile_work", &ffpa::launch::fa2_tile_work, py::arg("len_q"), py::arg("len_kv"), py::arg("causal"),
         py::arg("causal_offset"), py::arg("block_m"), py::arg("block_n"),
         "An FA-2 call's work on block_m x block_n tiles, padding included (csrc/launch/heuristics.h)");

@@ -41,6 +41,7 @@
 
 #include "ffpa/attn/descale.cuh"
 #include "ffpa/attn/mask.cuh"
+#include "ffpa/attn/rows_out.cuh"
 #include "ffpa/attn/softmax.cuh"
 #include "ffpa/attn/state.cuh"
 #include "ffpa/attn/tile_mask.cuh"
@@ -343,26 +344,7 @@ struct Fa2FwdFp8 {
     }
     const float out_scale =
         p.v_scale * fp8_descale(p.v_descale, p.v_descale_batch_stride, p.v_descale_head_stride, w.batch, w.head_kv);
-    store(p, w, row0, g, t4, out_scale, o, row_max, row_sum);
-  }
-
-  // O * out_scale / l in the output dtype straight from the accumulators (tile/quad.cuh), and the LSE.
-  static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, int row0, int g, int t4, float out_scale,
-                                               const float (&o)[kNO][4], const float (&row_max)[2],
-                                               const float (&row_sum)[2]) {
-    Out* o_base = static_cast<Out*>(p.o) + w.batch * p.o_batch_stride + w.head * p.o_head_stride;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float l = row_sum[r];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const float inv = inv_row_sum(l) * out_scale;
-      const int row = row0 + g + 8 * r;
-      store_acc_row(o_base + static_cast<int64_t>(row) * p.o_row_stride, o, r, inv, t4, row < p.len_q);
-      if (row < p.len_q && p.lse != nullptr && t4 == 0)
-        p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] =
-            row_lse(row_max[r] - Traits::kPOffset, l);
-    }
+    RowsOut<Out, kNO>::store(p, w.batch, w.head, row0, g, t4, o, row_max, row_sum, out_scale, Traits::kPOffset);
   }
 
   static __device__ __forceinline__ void run(const FwdParams& p, const Fp8TmaMaps& maps, char* smem_raw) {

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <math_constants.h>
 
+#include "ffpa/attn/rows_out.cuh"
 #include "ffpa/kernels/fa2_common.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
 #include "ffpa/ptx/tma.cuh"
@@ -83,7 +84,7 @@ struct Fa2WsPlan {
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
 };
 
-template <typename Traits, bool kPingPong>
+template <typename Traits, bool kPingPong, bool kAheadOn = false>
 struct Fa2FwdWs {
   using Element = typename Traits::Element;
   using Num = Numeric<Element>;
@@ -116,6 +117,10 @@ struct Fa2FwdWs {
   // issues P_{j-1} V_{j-1}, waits for it and only then writes S_j (its registers dead until then), so
   // the softmax runs under the other consumer's GEMMs only (the ping-pong turns).
   static constexpr bool kInOrder = Traits::kHeadDimV > 320;
+  // The next item's first S issued before this item's epilogue (look_ahead): the store of O runs under
+  // that S on the tensor cores. Not past Dv = 320 (kInOrder: no room for S beside O). Which calls run
+  // it is the launcher's (fa2_ws_look_ahead, launch/heuristics.h: D <= 96 on long enough keys).
+  static constexpr bool kAhead = kAheadOn && !kInOrder;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
   static constexpr int kConsumers = Plan::kConsumers;
@@ -428,7 +433,12 @@ struct Fa2FwdWs {
   struct Reader {
     typename QRing::State sq;
     typename Ring::State sk, sv;
+    // kAhead: the next item's index read at the end of the last (kNoItem: not read yet; -1: none left),
+    // and whether its first S is already issued into the caller's S registers.
+    int ahead = kNoItem;
+    bool issued = false;
   };
+  static constexpr int kNoItem = -2;
 
   static __device__ __forceinline__ void release_q(const Smem& sm, Reader& rd, int lane) {
     __syncwarp();
@@ -437,7 +447,8 @@ struct Fa2FwdWs {
   }
 
   // The next item the producer announced, on consumer warpgroup c; false: there is none.
-  static __device__ __forceinline__ bool consume(const FwdParams& p, const Smem& sm, int m_blocks, int c, Reader& rd) {
+  // The next item's index, after its Q has landed (write_item).
+  static __device__ __forceinline__ int next_item(const Smem& sm, Reader& rd) {
     sm.ring_q.consumer_wait(rd.sq);  // the item's Q and its index (write_item)
     // Lane 0 reads the index for its warp: the lane that later releases Q's slot (release_q), so the
     // read is ordered before the producer's next write by that lane's own arrival. (Read by every
@@ -445,7 +456,50 @@ struct Fa2FwdWs {
     // order through the __syncwarp before lane 0's arrival; session 30, D = 320 / 384.)
     int t = 0;
     if (threadIdx.x % 32 == 0) asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(t) : "r"(sm.item) : "memory");
-    t = __shfl_sync(0xffffffffu, t, 0);
+    return __shfl_sync(0xffffffffu, t, 0);
+  }
+
+  // A negative scale is a positive one on -Q (row max of raw scores): this warpgroup's rows of Q flipped.
+  static __device__ __forceinline__ void flip_q(uint32_t q_wg, int c) {
+    const int tid = threadIdx.x % 128;
+    for (int i = tid; i < QTile::kChunks * 64 * 32; i += 128) {
+      const uint32_t addr = q_wg + (i / (64 * 32)) * QTile::kChunkBytes + (i % (64 * 32)) * 4;
+      uint32_t x;
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr));
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x ^ 0x80008000u));
+    }
+    ptx::fence_proxy_async_shared();
+    ptx::named_barrier_sync(1 + kConsumers + c, 128);
+  }
+
+  // kAhead, after this item's last P V: the next item's index; true where it has a key tile, whose
+  // first S the caller issues (issue_first) under this item's epilogue.
+  static __device__ __forceinline__ bool look_ahead(const FwdParams& p, const Smem& sm, int m_blocks, Reader& rd) {
+    rd.ahead = next_item(sm, rd);
+    rd.issued = false;
+    if (rd.ahead < 0) return false;
+    const Item w = item(p, rd.ahead, m_blocks);
+    return next_tile(w.codes, 0, w.n_end) < w.n_end;
+  }
+  // The next item's first S = Q K^T on this warpgroup's turn (Q flipped first for a negative scale).
+  static __device__ __forceinline__ void issue_first(const FwdParams& p, const Smem& sm, int c, Reader& rd,
+                                                     float (&s)[kNS][4]) {
+    uint32_t q_wg;
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(q_wg) : "r"(sm.q + c * 64 * 128));
+    if (p.scale_log2 < 0.f) flip_q(q_wg, c);
+    sm.ring_k.consumer_wait(rd.sk);
+    turn_wait(c);
+    issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
+    turn_pass(c);
+    rd.issued = true;
+  }
+
+  // One item on consumer warpgroup c; false: there is none left. kAhead: s may hold the item's first
+  // S in flight (rd.issued), issued by the previous item's look_ahead.
+  static __device__ __forceinline__ bool consume(const FwdParams& p, const Smem& sm, int m_blocks, int c, Reader& rd,
+                                                 float (&s)[kNS][4]) {
+    const int t = kAhead && rd.ahead != kNoItem ? rd.ahead : next_item(sm, rd);
+    const bool issued = kAhead && rd.issued;  // s holds the item's first S, done
     if (t < 0) return false;
     const Item w = item(p, t, m_blocks);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
@@ -461,30 +515,22 @@ struct Fa2FwdWs {
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
 
-    if (p.scale_log2 < 0.f) {  // a negative scale is a positive one on -Q (row max of raw scores)
-      for (int i = tid; i < QTile::kChunks * 64 * 32; i += 128) {
-        const uint32_t addr = q_wg + (i / (64 * 32)) * QTile::kChunkBytes + (i % (64 * 32)) * 4;
-        uint32_t x;
-        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr));
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x ^ 0x80008000u));
-      }
-      ptx::fence_proxy_async_shared();
-      ptx::named_barrier_sync(1 + kConsumers + c, 128);
-    }
+    if (p.scale_log2 < 0.f && !issued) flip_q(q_wg, c);  // (issued: look_ahead flipped it)
 
     int j = next_tile(w.codes, 0, w.n_end);
     const bool any = j < w.n_end;
     uint32_t pf[kKStepsPV][4];
     if (any) {
-      float s[kNS][4];
       float alpha[2];
       int jn = next_tile(w.codes, j + 1, w.n_end);  // the tile after j (n_end: j is the item's last)
-      sm.ring_k.consumer_wait(rd.sk);
-      turn_wait(c);
-      issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
-      turn_pass(c);
-      ptx::wgmma_wait_group<0>();
-      ptx::wgmma_fence_operand(s);
+      if (!issued) {
+        sm.ring_k.consumer_wait(rd.sk);
+        turn_wait(c);
+        issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
+        turn_pass(c);
+        ptx::wgmma_wait_group<0>();
+        ptx::wgmma_fence_operand(s);
+      }
       if (lane == 0) sm.ring_k.consumer_release(rd.sk);
       rd.sk.advance();
       if (jn >= w.n_end) release_q(sm, rd, lane);
@@ -517,27 +563,26 @@ struct Fa2FwdWs {
       if (lane == 0) sm.ring_v.consumer_release(rd.sv);
       rd.sv.advance();
     }
-    store(p, w, row0, g, t4, o, row_max, row_sum);
-    return true;
-  }
-
-  // Epilogue of one warp: O / l in b16 straight from the accumulators (each lane of a quad one
-  // 16-byte run of a row, tile/quad.cuh), and the LSE.
-  static __device__ __forceinline__ void store(const FwdParams& p, const Item& w, int row0, int g, int t4,
-                                               const float (&o)[kNO][4], const float (&row_max)[2],
-                                               const float (&row_sum)[2]) {
-    Element* o_base = static_cast<Element*>(p.o) + w.batch * p.o_batch_stride + w.head * p.o_head_stride;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float l = row_sum[r];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const float inv = inv_row_sum(l);
-      const int row = row0 + g + 8 * r;
-      store_acc_row(o_base + static_cast<int64_t>(row) * p.o_row_stride, o, r, inv, t4, row < p.len_q);
-      if (row < p.len_q && p.lse != nullptr && t4 == 0)
-        p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * p.len_q + row] = row_lse(row_max[r], l);
+    using Out = RowsOut<Element, kNO>;
+    if constexpr (kAhead) {
+      // O / l packed to b16 before the next item's first S is issued (ptxas injects a wait, C7517, where
+      // registers a wgmma defined are read while another runs), stored while it runs.
+      // The S is waited for here, not across the item loop's back edge: ptxas serialises a pipeline
+      // whose in-flight state differs between the paths that meet (C7517 / C7515).
+      typename Out::Packed po;
+      Out::pack(o, row_max, row_sum, po);
+      if (look_ahead(p, sm, m_blocks, rd)) {
+        issue_first(p, sm, c, rd, s);
+        Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
+        ptx::wgmma_wait_group<0>();
+        ptx::wgmma_fence_operand(s);
+      } else {
+        Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
+      }
+    } else {
+      Out::store(p, w.batch, w.head, row0, g, t4, o, row_max, row_sum);
     }
+    return true;
   }
 
   static __device__ __forceinline__ void run(const FwdParams& p, const Fa2TmaMaps& maps, char* smem_raw) {
@@ -559,7 +604,8 @@ struct Fa2FwdWs {
     const int c = wg - 1;
     if (kPingPong && c == kConsumers - 1) ptx::named_barrier_arrive(1, kTurnThreads);  // consumer 0 goes first
     Reader rd;
-    while (consume(p, sm, m_blocks, c, rd)) {
+    float s[kNS][4];  // S of the current key tile; kAhead: the next item's first, issued before the epilogue
+    while (consume(p, sm, m_blocks, c, rd, s)) {
     }
     if (kPingPong && c == 0) ptx::named_barrier_sync(1, kTurnThreads);  // the turn the last consumer passed
   }
@@ -567,12 +613,12 @@ struct Fa2FwdWs {
 
 using Fa2KernelWs = void (*)(FwdParams, Fa2TmaMaps);
 
-template <typename Traits, bool kPingPong>
+template <typename Traits, bool kPingPong, bool kAhead = false>
 __global__ void __launch_bounds__(Fa2WsPlan<Traits>::kThreads, 1)
     fa2_fwd_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fa2TmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];
-  Fa2FwdWs<Traits, kPingPong>::run(p, maps, smem);
+  Fa2FwdWs<Traits, kPingPong, kAhead>::run(p, maps, smem);
 #elif defined(__CUDA_ARCH__)
   __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)
 #endif

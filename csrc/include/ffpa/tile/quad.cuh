@@ -34,6 +34,16 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&a)[4], int lane_in_qua
   quad_transpose_stage<2>(a, lane_in_quad);
 }
 
+// Four b16-packed n8 tiles of a row (a[n]: tile 4 k + n, lane t4's columns 2 t4, 2 t4 + 1) as one
+// 16-byte store a lane, after quad_transpose (every lane of the warp must call it).
+template <typename Element>
+__device__ __forceinline__ void store_quad_run(Element* dst_row, uint32_t (&a)[4], int k, int t4, bool row_valid,
+                                               int col_limit = INT_MAX) {
+  quad_transpose(a, t4);
+  const int col = 8 * (4 * k + t4);
+  if (row_valid && col < col_limit) *reinterpret_cast<uint4*>(dst_row + col) = make_uint4(a[0], a[1], a[2], a[3]);
+}
+
 // Row r (0: the quad's row g, 1: g + 8) of kNO n8 accumulator tiles (m16n8 layout: lane t4 holds
 // columns 2 t4, 2 t4 + 1 of each), times `inv`, in b16 from `dst_row` (the tiles' first column; 16-byte
 // aligned where kNO % 4 == 0). Tiles at or past `col_limit` columns are not stored (an n8 tile is all in
@@ -52,9 +62,7 @@ __device__ __forceinline__ void store_acc_row(Element* dst_row, const float (&o)
       uint32_t a[4];
 #pragma unroll
       for (int n = 0; n < 4; ++n) a[n] = Num::pack2(o[4 * k + n][2 * r] * inv, o[4 * k + n][2 * r + 1] * inv);
-      quad_transpose(a, t4);
-      const int col = 8 * (4 * k + t4);
-      if (row_valid && col < col_limit) *reinterpret_cast<uint4*>(dst_row + col) = make_uint4(a[0], a[1], a[2], a[3]);
+      store_quad_run(dst_row, a, k, t4, row_valid, col_limit);
     }
   } else if (row_valid) {
     uint32_t* dst = reinterpret_cast<uint32_t*>(dst_row + 2 * t4);

@@ -1,0 +1,82 @@
+// The epilogue of a wgmma consumer warpgroup's rows (m64 accumulator layout: lane (g, t4) holds rows
+// g and g + 8 of its warp's 16, columns 2 t4, 2 t4 + 1 of each n8 tile): O / l in the output dtype,
+// a quad's 64 contiguous bytes a row (tile/quad.cuh), and the LSE, into FwdParams' o and lse. Shared
+// by the FA-2 Hopper kernels (bf16 / fp16 and FP8). Every lane of the warp calls it (quad shuffles).
+#pragma once
+#include <cstdint>
+
+#include "ffpa/attn/state.cuh"
+#include "ffpa/params.h"
+#include "ffpa/tile/numeric.cuh"
+#include "ffpa/tile/quad.cuh"
+
+namespace ffpa::attn {
+
+template <typename Out, int kNO>
+struct RowsOut {
+  using Num = Numeric<Out>;
+
+  static __device__ __forceinline__ Out* base(const FwdParams& p, int batch, int head) {
+    return static_cast<Out*>(p.o) + batch * p.o_batch_stride + head * p.o_head_stride;
+  }
+  static __device__ __forceinline__ void store_lse(const FwdParams& p, int batch, int head, int row, int t4, float lse) {
+    if (row < p.len_q && p.lse != nullptr && t4 == 0)
+      p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] = lse;
+  }
+  // The row sums of a quad (each lane holds a quarter of its columns' sums).
+  static __device__ __forceinline__ float quad_sum(float l) {
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    return l + __shfl_xor_sync(0xffffffffu, l, 2);
+  }
+
+  // O * out_scale / l and the LSE (of row_max - max_offset: the max a kernel's P was offset by) at once.
+  static __device__ __forceinline__ void store(const FwdParams& p, int batch, int head, int row0, int g, int t4,
+                                               const float (&o)[kNO][4], const float (&row_max)[2],
+                                               const float (&row_sum)[2], float out_scale = 1.f,
+                                               float max_offset = 0.f) {
+    Out* o_base = base(p, batch, head);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float l = quad_sum(row_sum[r]);
+      const int row = row0 + g + 8 * r;
+      store_acc_row(o_base + static_cast<int64_t>(row) * p.o_row_stride, o, r, inv_row_sum(l) * out_scale, t4,
+                    row < p.len_q);
+      store_lse(p, batch, head, row, t4, row_lse(row_max[r] - max_offset, l));
+    }
+  }
+
+  // The same in two halves, for a kernel that issues its next GEMM between them (the accumulators free
+  // once packed): O / l in b16 pairs and the LSE, then the stores.
+  struct Packed {
+    uint32_t o[2][kNO];
+    float lse[2];
+  };
+  static __device__ __forceinline__ void pack(const float (&o)[kNO][4], const float (&row_max)[2],
+                                              const float (&row_sum)[2], Packed& out) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float l = quad_sum(row_sum[r]);
+      const float inv = inv_row_sum(l);
+#pragma unroll
+      for (int n = 0; n < kNO; ++n) out.o[r][n] = Num::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      out.lse[r] = row_lse(row_max[r], l);
+    }
+  }
+  static __device__ __forceinline__ void store_packed(const FwdParams& p, int batch, int head, int row0, int g, int t4,
+                                                      const Packed& in) {
+    static_assert(kNO % 4 == 0, "16-byte stores of four n8 tiles");
+    Out* o_base = base(p, batch, head);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = row0 + g + 8 * r;
+#pragma unroll
+      for (int k = 0; k < kNO / 4; ++k) {
+        uint32_t a[4] = {in.o[r][4 * k], in.o[r][4 * k + 1], in.o[r][4 * k + 2], in.o[r][4 * k + 3]};
+        store_quad_run(o_base + static_cast<int64_t>(row) * p.o_row_stride, a, k, t4, row < p.len_q);
+      }
+      store_lse(p, batch, head, row, t4, in.lse[r]);
+    }
+  }
+};
+
+}  // namespace ffpa::attn
