@@ -3,8 +3,8 @@ L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-spa
 masked row and a broadcast padding mask), every pipeline depth that fits the device for each FFPA
 level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take further items
 from the work counter; on Hopper L1's warp-specialised TMA kernel at the auto depth), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
-mma.sync; on Hopper the warp-specialised TMA kernel and its cp.async fallback) where the GPU
-runs both, and the split-KV decode family (on Hopper both its kernels; contiguous and paged, lengths
+mma.sync; on Hopper the warp-specialised TMA kernel, its look-ahead variant on long keys, and its
+cp.async fallback) where the GPU runs both, and the split-KV decode family (on Hopper both its kernels; contiguous and paged, lengths
 0 and odd, causal, one split and several), and the FP8 kernel on Hopper. `python3 sanitize_one.py fa2,decode` runs only
 those families' part (of ffpa, fa2, decode, fp8).
 
@@ -126,6 +126,13 @@ for mode in ("auto", "sync") if "fa2" in PARTS else ():
             qm = torch.randn(1, hq, L, d, device="cuda", dtype=dt, generator=torch.Generator(device="cuda").manual_seed(7))
             for causal in (False, True):
                 run(qm, k, v, is_causal=causal)
+            if C.fa2_ws_look_ahead(d, 1030):
+                # Long keys: the look-ahead kernel (launch/heuristics.h fa2_ws_look_ahead; the next item's
+                # first S issued before the epilogue), a negative scale flipping the next item's Q there.
+                g = torch.Generator(device="cuda").manual_seed(8)
+                kl, vl = (torch.randn(1, 2, 1030, d, device="cuda", dtype=dt, generator=g) for _ in range(2))
+                for causal in (False, True):
+                    run(qm, kl, vl, is_causal=causal, scale=-0.1 if causal else None)
 ffpa_attn.set_fa2_mma("auto")
 
 # Split-KV decode: the smallest and largest compiled pairs and MLA; contiguous and paged (page 16)
