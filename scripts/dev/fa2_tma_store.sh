@@ -4,7 +4,8 @@
 # stmatrix into a 128-byte-swizzled 64-row buffer, one cp.async.bulk.tensor store a 64-column chunk, rows
 # past len_q clipped by the map; the LSE from registers) against today's epilogue (st.global from
 # registers), in one process (FFPA_DEV_WS=1 picks the variant; compiled where Dv <= 128 and two K/V stages
-# fit beside the buffer: D = 64 both tiles, D = 96 the 128 x 128 tile, D = 128). Why: session 42's ncu of
+# fit beside the buffer: D = 64 both tiles with today's 4 stages; D = 96's 128 x 128 tile and D = 128 drop from 3
+# stages to 2 for the buffer, so read those cells as buffer + fewer stages). Why: session 42's ncu of
 # ViT-B N = 197 and B=64 H=16 N=256 at D = 64 against SDPA cuDNN (docs/hopper_profile.md session 42): the
 # same persistent 3-warpgroup structure and tile, 6% more instructions, 13-17% more cycles, and cuDNN's
 # L1/TEX hit rate 0 (no LSU global traffic: its O goes out by TMA) against our 66%; session 41's trace put
