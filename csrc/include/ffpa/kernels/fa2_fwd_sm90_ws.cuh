@@ -446,8 +446,7 @@ struct Fa2FwdWs {
     rd.sq.advance();
   }
 
-  // The next item the producer announced, on consumer warpgroup c; false: there is none.
-  // The next item's index, after its Q has landed (write_item).
+  // The next item's index (-1: none left), after its Q has landed (write_item).
   static __device__ __forceinline__ int next_item(const Smem& sm, Reader& rd) {
     sm.ring_q.consumer_wait(rd.sq);  // the item's Q and its index (write_item)
     // Lane 0 reads the index for its warp: the lane that later releases Q's slot (release_q), so the
