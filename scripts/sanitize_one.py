@@ -3,7 +3,7 @@ L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-spa
 masked row and a broadcast padding mask), every pipeline depth that fits the device for each FFPA
 level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take further items
 from the work counter; on Hopper L1's warp-specialised TMA kernel at the auto depth), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
-mma.sync; on Hopper the warp-specialised TMA kernel, its look-ahead variant on long keys, and its
+mma.sync; on Hopper the warp-specialised TMA kernel, its look-ahead variant on long keys, its TMA store of O, and its
 cp.async fallback) where the GPU runs both, and the split-KV decode family (on Hopper both its kernels; contiguous and paged, lengths
 0 and odd, causal, one split and several), and the FP8 kernel on Hopper. `python3 sanitize_one.py fa2,decode` runs only
 those families' part (of ffpa, fa2, decode, fp8).
@@ -104,7 +104,8 @@ fa2 = info["head_dims"].get("fa2", [])
 # past it (with a mask on the TMA kernel's blocks).
 for mode in ("auto", "sync") if "fa2" in PARTS else ():
     ffpa_attn.set_fa2_mma(mode)
-    for d in [d for d in (32, 64, 128, 192, 256, 320, 384) if d in fa2]:  # 320, 384: P@V in two wgmmas
+    # 32, 64, 96: O stored by TMA on Hopper (96: on the masked tile); 320, 384: P@V in two wgmmas
+    for d in [d for d in (32, 64, 96, 128, 192, 256, 320, 384) if d in fa2]:
         q, k, v = qkv(d, d)
         for causal in (False, True):
             run(q, k, v, is_causal=causal)

@@ -127,6 +127,11 @@ def test_fa2_kernel_info():
             assert c["threads"] == 32 * (c["warps_m"] * c["warps_n"] + c["producer_warps"])
             assert c["producer_warps"] in ((0, 4) if c["mma"] == "wgmma" else (0,)), c
             assert 0 < c["smem_bytes"] <= 227 * 1024
+            # O out by TMA (launch/heuristics.h kFa2TmaStoreMaxDim): the warp-specialised kernel at D <= 64
+            # on both its tiles, to 96 on the masked one (the 176-key table tile has no room for the buffer)
+            d = max(e, ev)
+            assert c["o_tma_store"] == (c["mma"] == "wgmma" and d <= 64), c
+            assert c["mask_o_tma_store"] == (c["mma"] == "wgmma" and d <= 96), c
 
 
 def test_fa2_mma_setting_round_trips_and_rejects_unknown_modes():

@@ -196,7 +196,41 @@ def test_fa2_look_ahead_kernel(dtype, D, causal, scale, mma):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
-@pytest.mark.parametrize("D", [64, 128, 256, 320, 384])
+@pytest.mark.parametrize("D", [32, 64, 96])
+@pytest.mark.parametrize("causal", ["none", "bottom_right"])
+@pytest.mark.parametrize("layout", ["bhld", "blhd"])
+def test_fa2_tma_store(dtype, D, causal, layout, mma):
+    """O stored through shared memory by TMA on Hopper (Fa2FwdWs kTmaStore; launch/heuristics.h
+    kFa2TmaStoreMaxDim: D <= 64 on both tiles, 65..96 on the 128 x 128 tile of masked and short calls,
+    which this short shape takes): more items than SMs (each consumer's buffer rewritten item after item,
+    after the last item's store has read it), rows past L clipped (L = 197), columns past Dv clipped (D =
+    32 and 96: a 64-column box past the head), a BLHD query's BLHD output (the map's row stride H * Dv),
+    GQA, a negative scale."""
+    import ffpa_attn._C as C
+
+    need(dtype, D)
+    info = C.kernel_info(DT_NAME[dtype], "fa2", D, D)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    Hq = sms // 2 + 3
+    L, S = 197, 203
+    if info["mma"] == "wgmma":
+        assert info["o_tma_store"] == (D <= 64) and info["mask_o_tma_store"], info
+        if D > 64:  # the short call runs the masked tile (fa2_narrow_tile), whose O goes by TMA
+            off = S - L if causal == "bottom_right" else 0
+            assert C.fa2_narrow_tile(D, 2 * Hq, L, S, causal != "none", off, sms, info["block_m"], info["block_n"],
+                                     info["mask_block_m"], info["mask_block_n"])
+    q, k, v = rand_qkv(2, Hq, 1 if Hq % 2 else 2, L, S, D, dtype, seed=D + 61)
+    scale = -0.11 if layout == "blhd" else None
+    if layout == "blhd":
+        q = q.transpose(1, 2).contiguous().transpose(1, 2)
+    out, lse = run_fa2(q, k, v, causal, scale=scale)
+    if layout == "blhd":
+        assert out.stride() == (L * Hq * D, D, Hq * D, 1), out.stride()
+    check(out, lse, q, k, v, causal, scale=scale, what=f"D={D} {causal} {layout} Hq={Hq}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("D", [64, 96, 128, 256, 320, 384])
 @pytest.mark.parametrize("kind", MASK_KINDS)
 def test_fa2_masks(dtype, D, kind, mma):
     need(dtype, D)

@@ -27,6 +27,7 @@ namespace ffpa::launch {
 template <typename Element, typename TraitsT, bool kOn>
 struct Fa2WsLaunch {
   using Traits = TraitsT;
+  static constexpr bool kTmaStore = false;
   static bool wanted(int) { return false; }
   static cudaError_t info(KernelInfo, bool, KernelInfo*) { return cudaErrorNotSupported; }
   static cudaError_t run(const FwdParams&, cudaStream_t) { return cudaErrorNotSupported; }
@@ -36,22 +37,25 @@ struct Fa2WsLaunch {
 template <typename Element, typename TraitsT>
 struct Fa2WsLaunch<Element, TraitsT, true> {
   using Traits = TraitsT;
-  using Plan = attn::Fa2WsPlan<Traits>;
+  static constexpr int kD = Traits::kHeadDim > Traits::kHeadDimV ? Traits::kHeadDim : Traits::kHeadDimV;
+  // O out through shared memory by TMA (Fa2FwdWs kTmaStore) at D <= kFa2TmaStoreMaxDim (launch/heuristics.h),
+  // where two K/V stages fit beside its buffer; the launcher's only kernel there (no register-store twin).
+  static constexpr bool kTmaStore = kD <= kFa2TmaStoreMaxDim && attn::Fa2WsPlan<Traits, true>::kFits;
+  using Plan = attn::Fa2WsPlan<Traits, kTmaStore>;
   // Ping-pong turns between the consumer warpgroups: +0.5..1.5% at D = 64..256 (H200, one run;
   // docs/hopper_profile.md).
   static constexpr bool kPingPong = true;
   static inline bool opted_in[64] = {};
   static inline bool opted_in_ahead[64] = {};
-  using Kernel = attn::Fa2FwdWs<Traits, kPingPong>;
+  using Kernel = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore>;
   // The look-ahead variant (Fa2FwdWs kAhead: the next item's first S issued before this item's
   // epilogue) where launch/heuristics.h fa2_ws_look_ahead says; compiled only at the head dims it may run.
-  static constexpr bool kAheadBuilt =
-      (Traits::kHeadDim > Traits::kHeadDimV ? Traits::kHeadDim : Traits::kHeadDimV) <= kFa2LookAheadMaxDim;
+  static constexpr bool kAheadBuilt = kD <= kFa2LookAheadMaxDim;
   static attn::Fa2KernelWs kernel(bool ahead = false) {
     if constexpr (kAheadBuilt) {
-      if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true>;
+      if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true, kTmaStore>;
     }
-    return attn::fa2_fwd_ws_kernel<Traits, kPingPong>;
+    return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore>;
   }
 
   // Auto depth only: an explicit num_stages pins the cp.async kernel's ring.
@@ -67,6 +71,7 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
     k.producer_warps = 4;
     k.num_stages = Plan::kStages;
     k.smem_bytes = Plan::kSmemBytes;
+    k.o_tma_store = kTmaStore;
     k.work_counter = true;
     if (query_attributes) {
       const cudaError_t err = query_kernel_attributes(kernel(), &k);
@@ -98,11 +103,13 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
   static cudaError_t run(FwdParams p, cudaStream_t stream) {
     alignas(64) attn::Fa2TmaMaps maps;
     if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
+    // (the op's outputs are contiguous, so TMA takes O wherever it takes Q; the check stays for other callers)
+    if (kTmaStore && encode(&maps.o, p.o, Traits::kHeadDimV, p.len_q, p.heads_q, p.batch, p.o_row_stride,
+                            p.o_head_stride, p.o_batch_stride, 64) != cudaSuccess)
+      return cudaErrorNotSupported;
     const int smem = Plan::kSmemBytes;
     if (smem > max_smem_optin()) return cudaErrorNotSupported;
-    const bool ahead = kAheadBuilt && p.block_map == nullptr && p.mask == nullptr &&
-                       fa2_ws_look_ahead(Traits::kHeadDim > Traits::kHeadDimV ? Traits::kHeadDim : Traits::kHeadDimV,
-                                         p.len_kv);
+    const bool ahead = kAheadBuilt && p.block_map == nullptr && p.mask == nullptr && fa2_ws_look_ahead(kD, p.len_kv);
     const auto fn = kernel(ahead);
     const cudaError_t err = opt_in_smem(fn, smem, ahead ? opted_in_ahead : opted_in);
     if (err != cudaSuccess) return err;
@@ -207,7 +214,10 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     k.threads = Traits::kThreads;
     k.num_stages = V::pick_stages(num_stages);
     k.smem_bytes = Traits::smem_bytes(k.num_stages);
-    if (Ws::wanted(num_stages)) return Ws::info(k, query_attributes, out);  // (kWsOnly: with the fallback's mask tile)
+    if (Ws::wanted(num_stages)) {  // (kWsOnly: with the fallback's mask tile)
+      k.mask_o_tma_store = WsM::kTmaStore;
+      return Ws::info(k, query_attributes, out);
+    }
     if (query_attributes) {
       const cudaError_t err = query_kernel_attributes(V::kernel(k.num_stages), &k);
       if (err != cudaSuccess) return err;

@@ -386,6 +386,19 @@ inline bool fa2_ws_look_ahead(int head_dim, int len_kv) {
   return len_kv >= (head_dim <= 64 ? kFa2LookAheadMinKeys64 : kFa2LookAheadMinKeys96);
 }
 
+// FA-2 on Hopper: the warp-specialised kernel stores O through shared memory by TMA (Fa2FwdWs kTmaStore:
+// stmatrix into a 128-byte-swizzled buffer per consumer, one bulk tensor store a 64-column chunk) at
+// D <= kFa2TmaStoreMaxDim, on the tiles where two K/V stages fit beside the buffer (compile-time: the
+// launcher's only kernel there). Why: SDPA cuDNN stores O by TMA and ran 12-15% fewer cycles on short
+// sequences at D = 64 (ncu, session 42). One H100, bf16, TFLOPS register store / TMA store, same run
+// (session 43, scripts/dev/fa2_ws_variants.py, A/A of the same kernel within 1%): D = 64 (both tiles keep
+// 4 stages) B=128 H=12 N=197 153 / 156, causal 83 / 89; B=64 H=16 N=256 254 / 262, causal 129 / 134;
+// B=32 N=512 323 / 343, causal 201 / 206; N=2048 and 8192 +0..1%. D = 96 on the 128 x 128 tile (short
+// calls, fa2_narrow_tile; 3 stages -> 2) N=197 196 / 206, causal 101 / 113, N=256 294 / 313, causal 153 /
+// 161; its 176-key table tile has no room for the buffer (registers store there). D = 128 (3 stages -> 2)
+// mixed: N=197 228 / 215, causal 114 / 126; N=256 328 / 340, causal 169 / 166; N=512 +-1%: not taken.
+constexpr int kFa2TmaStoreMaxDim = 96;
+
 // FFPA L1 on Hopper (launch/ffpa_fwd_ws_launch.cuh, up to Dv = 640): whether query blocks 2 q + 1, 2 q
 // run as a cluster pair whose K slices are loaded once for both (traits/ffpa_traits.h, kShareK). Causal
 // calls only: their blocks do not run in step (items of every length), and lone causal blocks spent

@@ -104,6 +104,10 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   d["num_stages"] = k.num_stages;
   d["smem_bytes"] = k.smem_bytes;
   if (k.family == ffpa::launch::Family::kFp8) d["fp8_vt_prepass"] = k.fp8_vt_prepass;
+  if (k.family == ffpa::launch::Family::kFa2) {
+    d["o_tma_store"] = k.o_tma_store;
+    d["mask_o_tma_store"] = k.mask_o_tma_store;
+  }
   if (query_attributes) {
     d["registers"] = k.registers;
     d["local_bytes"] = k.local_bytes;

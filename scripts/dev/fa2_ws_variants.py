@@ -4,7 +4,8 @@ flushed, medians, TFLOPS as the bench counts them (causal: half). Each variant s
 before its call; the launcher reads nothing by default, so an A/B first adds a temporary switch on
 that variable in Fa2WsLaunch (e.g. in kernel() or run(): `const char* e = std::getenv("FFPA_DEV_WS");`
 picking a template variant or grid per value; never committed; FfpaWsLauncher's kernel() likewise) and
-removes it after. Usage: DIMS="64 128" [SHAPES="1x32x8192"] [LEVEL=1 PEER=efficient] python3
+removes it after. SLEEP=<cycles>: a GPU spin after each flush (host launch overhead kept out
+of short calls). Usage: DIMS="64 128" [SHAPES="1x32x8192"] [LEVEL=1 PEER=efficient] python3
 scripts/dev/fa2_ws_variants.py 0,1"""
 import os
 import sys
@@ -25,6 +26,9 @@ peer = os.environ.get("PEER", "cudnn")
 level = int(os.environ["LEVEL"]) if os.environ.get("LEVEL") else None
 shapes = [tuple(int(x) for x in s.split("x")) for s in os.environ.get("SHAPES", "1x32x8192 8x16x2048").split()]
 flush = _l2_flusher()
+if os.environ.get("SLEEP"):  # GPU cycles of torch.cuda._sleep after each flush: keeps the host ahead of the GPU
+    _flush, _cycles = flush, int(os.environ["SLEEP"])
+    flush = lambda: (_flush(), torch.cuda._sleep(_cycles))  # noqa: E731
 print(torch.cuda.get_device_name(), "variants", variants)
 for (B, H, N) in shapes:
     for D in [int(d) for d in os.environ.get("DIMS", "64 128 256").split()]:

@@ -7,6 +7,7 @@
 
 #include "ffpa/attn/state.cuh"
 #include "ffpa/params.h"
+#include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/tile/numeric.cuh"
 #include "ffpa/tile/quad.cuh"
 
@@ -76,6 +77,26 @@ struct RowsOut {
       }
       store_lse(p, batch, head, row, t4, in.lse[r]);
     }
+  }
+
+  // The packed rows into shared memory as the 128-byte-swizzled box of a TMA store (64 rows x 64 columns
+  // a chunk, 8 KB, 1024-byte aligned; row r's 16-byte unit u at u ^ (r % 8)): stmatrix, two n8 tiles
+  // (both row halves) an instruction. warp: which 16 rows of the warpgroup's 64 this warp holds.
+  static constexpr int kChunkBytes = 64 * 128;
+  static __device__ __forceinline__ void to_smem_sw128(uint32_t o_wg, const Packed& in, int warp, int lane) {
+    static_assert(kNO % 2 == 0, "stmatrix x4: two n8 tiles at once");
+    const int i = lane / 8, row = 16 * warp + 8 * (i % 2) + lane % 8;  // lane: row lane % 8 of matrix i
+#pragma unroll
+    for (int n = 0; n < kNO; n += 2) {
+      const int nn = n + i / 2;  // matrix i: tile n + i / 2, row half i % 2
+      const uint32_t r[4] = {in.o[0][n], in.o[1][n], in.o[0][n + 1], in.o[1][n + 1]};
+      ptx::stmatrix_m8n8_x4(o_wg + (nn / 8) * kChunkBytes + row * 128 + (((nn % 8) ^ (row % 8)) << 4), r);
+    }
+  }
+  static __device__ __forceinline__ void store_lse_rows(const FwdParams& p, int batch, int head, int row0, int g, int t4,
+                                                        const Packed& in) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) store_lse(p, batch, head, row0 + g + 8 * r, t4, in.lse[r]);
   }
 };
 

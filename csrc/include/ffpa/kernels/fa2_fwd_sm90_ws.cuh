@@ -27,7 +27,8 @@
 //     so the softmax of one tile runs under the previous tile's P V on the tensor cores. With
 //     kPingPong the consumer warpgroups also take turns issuing (named barriers 1.., round robin,
 //     one continuous rotation over all items): one's softmax runs under another's GEMMs. The
-//     epilogue stores O from registers (Q's slot is already refilling).
+//     epilogue stores O from registers, or (kTmaStore, launch/heuristics.h kFa2TmaStoreMaxDim) through
+//     shared memory by TMA; Q's slot is already refilling.
 //
 // Who waits on what (mbarriers; the K/V rings kStages deep, Q's one slot):
 //   producer:  empty_q -> TMA Q -> full_q     empty_k[s] -> TMA K_j -> full_k[s]     (V as K)
@@ -45,6 +46,7 @@
 
 #include "ffpa/attn/rows_out.cuh"
 #include "ffpa/kernels/fa2_common.cuh"
+#include "ffpa/kernels/fa2_ws_schedule.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
 #include "ffpa/ptx/tma.cuh"
 #include "ffpa/ptx/warpgroup.cuh"
@@ -54,44 +56,19 @@
 
 namespace ffpa::attn {
 
-// The kernel's TMA maps (rank 4: head dim, position, head, batch), encoded by the launcher.
-struct Fa2TmaMaps {
-  CUtensorMap q, k, v;
-};
-
-// Shared-memory plan of the warp-specialised kernel for a wgmma tile table row (Fa2Traits).
-template <typename Traits>
-struct Fa2WsPlan {
-  static constexpr int kQBytes = Traits::QTile::kBytes;
-  static constexpr int kKBytes = Traits::KTile::kBytes;
-  static constexpr int kVBytes = Traits::VTile::kBytes;
-  // Q's ring, two rings of up to 4 stages, the two item words the producer announces in (16 bytes)
-  static constexpr int kBarrierBytes = 2 * 8 + 2 * 2 * 4 * 8 + 16;
-  static constexpr int bytes(int stages) { return 1024 + kQBytes + stages * (kKBytes + kVBytes) + kBarrierBytes; }
-  static constexpr int kMaxSmem = 227 * 1024;
-  static constexpr int kStages = bytes(4) <= kMaxSmem ? 4 : bytes(3) <= kMaxSmem ? 3 : 2;
-  static constexpr int kSmemBytes = bytes(kStages);
-  static_assert(bytes(2) <= kMaxSmem, "two stages of K and V must fit");
-  static constexpr int kConsumers = Traits::kWarps / 4;  // consumer warpgroups of 64 rows each
-  static_assert((kConsumers == 2 || kConsumers == 3) && Traits::kBlockM == 64 * kConsumers,
-                "two or three consumer warpgroups of 64 rows");
-  static_assert(Traits::kHeadDim <= 512 && Traits::kHeadDimV <= 512, "P V in at most two wgmmas of N <= 256");
-  static constexpr int kThreads = 128 * (kConsumers + 1);
-  // Registers per thread after setmaxnreg: the producer keeps 24, the consumers share the rest of
-  // the 64 K (240 each for two warpgroups, 160 for three).
-  static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = kConsumers == 2 ? 240 : 160;
-  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "the register file holds the block");
-};
-
-template <typename Traits, bool kPingPong, bool kAheadOn = false>
-struct Fa2FwdWs {
+template <typename Traits, bool kPingPong, bool kAheadOn = false, bool kTmaStore = false>
+struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
+  using Items = Fa2WsItems<Traits::kBlockM, Traits::kBlockN>;
+  using typename Items::Item;
+  using typename Items::Walk;
+  using Items::item;
+  using Items::walk_slots;
   using Element = typename Traits::Element;
   using Num = Numeric<Element>;
   using QTile = typename Traits::QTile;
   using KTile = typename Traits::KTile;
   using VTile = typename Traits::VTile;
-  using Plan = Fa2WsPlan<Traits>;
+  using Plan = Fa2WsPlan<Traits, kTmaStore>;
   using Ring = StageRing<Plan::kStages>;
   using QRing = StageRing<1>;
   using Common = Fa2FwdCommon<Traits, 2>;  // mask_tile only (static, register-free)
@@ -132,7 +109,7 @@ struct Fa2FwdWs {
   static constexpr uint32_t kTurnThreads = 256;  // the warpgroup taking its turn + the one passing it
 
   struct Smem {
-    uint32_t q, k, v;
+    uint32_t q, k, v, o;
     QRing ring_q;
     Ring ring_k, ring_v;
     uint32_t item;  // the index (Walk::t()) of the item whose Q is in Q's slot, or -1: none left (write_item)
@@ -144,89 +121,13 @@ struct Fa2FwdWs {
     s.q = (raw + 1023u) & ~1023u;
     s.k = s.q + Plan::kQBytes;
     s.v = s.k + Plan::kStages * Plan::kKBytes;
-    s.ring_q = QRing{s.v + Plan::kStages * Plan::kVBytes};
+    s.o = s.v + Plan::kStages * Plan::kVBytes;
+    s.ring_q = QRing{s.o + Plan::kOBytes};
     s.ring_k = Ring{s.ring_q.bars + QRing::kBarrierBytes};
     s.ring_v = Ring{s.ring_k.bars + Ring::kBarrierBytes};
     s.item = s.ring_v.bars + Ring::kBarrierBytes;
     return s;
   }
-
-  // One work item: 128 query rows of one (batch, head) and the key tiles they see.
-  struct Item {
-    int m_block, head, batch, m0, rows_q, n_end;
-    const uint8_t* codes;  // the item's row of the mask block map, or null
-  };
-
-  static __device__ __forceinline__ Item item(const FwdParams& p, int t, int m_blocks) {
-    Item w;
-    w.m_block = m_blocks - 1 - t % m_blocks;
-    const int bh = t / m_blocks;
-    w.head = bh % p.heads_q;
-    w.batch = bh / p.heads_q;
-    w.m0 = w.m_block * kBlockM;
-    w.rows_q = min(kBlockM, p.len_q - w.m0);
-    w.n_end = block_kv_tiles<kBlockN>(p, w.m0, w.rows_q);
-    w.codes = p.block_map == nullptr ? nullptr : block_map_row(p, w.batch, w.head, w.m_block);
-    return w;
-  }
-
-  // The order a block takes items in: slot blockIdx.x first, then the next unclaimed slot of
-  // p.work_counter (list scheduling: a block whose SM runs slower, or whose items were shorter, takes
-  // fewer or more; docs/hopper_profile.md, sessions 20-21), or with no counter blockIdx.x + gridDim.x, ..
-  // A slot is one item, or with causal masking two of one (batch, head), query blocks M - 1 - q and
-  // q (the longest left and the shortest), whose lengths add up to about the same for every slot: a
-  // static walk of single causal items of every length leaves a tail, one block per item pays each
-  // block's start-up (session 17). But slots of equal weight leave the last round of the walk as
-  // coarse as a pair: so the last p.causal_tail_bh (batch, head)s are single items instead, dealt
-  // longest first across them (query block M - 1 of each, then M - 2, ..), and the walk ends on ever
-  // shorter items (launch::fa2_causal_tail_bh). Only the producer walks; it announces each item to the
-  // consumers with its Q (Smem::item).
-  static __host__ __device__ __forceinline__ int64_t walk_slots(const FwdParams& p, int m_blocks) {
-    const int64_t bh = static_cast<int64_t>(p.heads_q) * p.batch;
-    if (!p.is_causal) return bh * m_blocks;
-    return (bh - p.causal_tail_bh) * ((m_blocks + 1) / 2) + static_cast<int64_t>(p.causal_tail_bh) * m_blocks;
-  }
-  // Where the producer is in its walk: the slot and which of its pair. The rest derives from the
-  // parameters where used (uniform values; the producer thread has 24 registers).
-  struct Walk {
-    int s, half;
-    __device__ __forceinline__ Walk() : s(blockIdx.x), half(0) {}
-    // Slots [0, paired) are pairs (causal) or items, the rest the tail's single items.
-    static __device__ __forceinline__ int paired(const FwdParams& p, int m_blocks) {
-      const int bh = p.heads_q * p.batch;
-      return p.is_causal ? (bh - p.causal_tail_bh) * ((m_blocks + 1) / 2) : bh * m_blocks;
-    }
-    __device__ __forceinline__ bool valid(const FwdParams& p, int m_blocks) const {
-      return s < paired(p, m_blocks) + (p.is_causal ? p.causal_tail_bh * m_blocks : 0);
-    }
-    // The current item in item()'s numbering (query block fastest, last first).
-    __device__ __forceinline__ int t(const FwdParams& p, int m_blocks) const {
-      const int head_slots = paired(p, m_blocks);
-      if (s >= head_slots) {  // the tail: rank r of every tail (batch, head) in turn, r = 0 the longest
-        const int tail = p.causal_tail_bh, u = s - head_slots, r = u / tail;
-        const int bh = p.heads_q * p.batch - tail + (u - r * tail);
-        return bh * m_blocks + m_blocks - 1 - r;
-      }
-      if (!p.is_causal) return s;
-      const int n = (m_blocks + 1) / 2, bh = s / n, q = s - bh * n;
-      return bh * m_blocks + (half ? m_blocks - 1 - q : q);
-    }
-    __device__ __forceinline__ void advance(const FwdParams& p, int m_blocks) {
-      const int q = s % ((m_blocks + 1) / 2);
-      if (p.is_causal && half == 0 && s < paired(p, m_blocks) && m_blocks - 1 - q != q) {
-        half = 1;
-      } else {
-        half = 0;
-        if (p.work_counter != nullptr) {
-          int v = 0;
-          if (threadIdx.x == 0) v = atomicAdd(p.work_counter, 1);
-          s = static_cast<int>(gridDim.x) + __shfl_sync(0xffffffffu, v, 0);  // the producer warp's lanes agree
-        } else {
-          s += static_cast<int>(gridDim.x);
-        }
-      }
-    }
-  };
 
   static __device__ __forceinline__ int next_tile(const uint8_t* codes, int j, int n_end) {
     return codes != nullptr ? skip_masked_tiles(codes, j, n_end) : j;
@@ -247,6 +148,7 @@ struct Fa2FwdWs {
       ptx::tma_prefetch_map(&maps.q);
       ptx::tma_prefetch_map(&maps.k);
       ptx::tma_prefetch_map(&maps.v);
+      if constexpr (kTmaStore) ptx::tma_prefetch_map(&maps.o);
     }
     const int group = p.heads_q / p.heads_kv;
     typename QRing::State sq;
@@ -480,23 +382,28 @@ struct Fa2FwdWs {
     const Item w = item(p, rd.ahead, m_blocks);
     return next_tile(w.codes, 0, w.n_end) < w.n_end;
   }
-  // The next item's first S = Q K^T on this warpgroup's turn (Q flipped first for a negative scale).
+  // An item's first S = Q K^T on this warpgroup's turn, once its first K tile has landed.
+  static __device__ __forceinline__ void issue_s0(const Smem& sm, int c, const Reader& rd, uint32_t q_wg,
+                                                  float (&s)[kNS][4]) {
+    sm.ring_k.consumer_wait(rd.sk);
+    turn_wait(c);
+    issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
+    turn_pass(c);
+  }
+  // The next item's first S, issued before this item's epilogue (Q flipped first for a negative scale).
   static __device__ __forceinline__ void issue_first(const FwdParams& p, const Smem& sm, int c, Reader& rd,
                                                      float (&s)[kNS][4]) {
     uint32_t q_wg;
     asm volatile("mov.b32 %0, %1;\n" : "=r"(q_wg) : "r"(sm.q + c * 64 * 128));
     if (p.scale_log2 < 0.f) flip_q(q_wg, c);
-    sm.ring_k.consumer_wait(rd.sk);
-    turn_wait(c);
-    issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
-    turn_pass(c);
+    issue_s0(sm, c, rd, q_wg, s);
     rd.issued = true;
   }
 
   // One item on consumer warpgroup c; false: there is none left. kAhead: s may hold the item's first
   // S in flight (rd.issued), issued by the previous item's look_ahead.
-  static __device__ __forceinline__ bool consume(const FwdParams& p, const Smem& sm, int m_blocks, int c, Reader& rd,
-                                                 float (&s)[kNS][4]) {
+  static __device__ __forceinline__ bool consume(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
+                                                 int m_blocks, int c, Reader& rd, float (&s)[kNS][4]) {
     const int t = kAhead && rd.ahead != kNoItem ? rd.ahead : next_item(sm, rd);
     const bool issued = kAhead && rd.issued;  // s holds the item's first S, done
     if (t < 0) return false;
@@ -523,10 +430,7 @@ struct Fa2FwdWs {
       float alpha[2];
       int jn = next_tile(w.codes, j + 1, w.n_end);  // the tile after j (n_end: j is the item's last)
       if (!issued) {
-        sm.ring_k.consumer_wait(rd.sk);
-        turn_wait(c);
-        issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
-        turn_pass(c);
+        issue_s0(sm, c, rd, q_wg, s);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(s);
       }
@@ -563,25 +467,53 @@ struct Fa2FwdWs {
       rd.sv.advance();
     }
     using Out = RowsOut<Element, kNO>;
-    if constexpr (kAhead) {
-      // O / l packed to b16 before the next item's first S is issued (ptxas injects a wait, C7517, where
-      // registers a wgmma defined are read while another runs), stored while it runs.
+    if constexpr (kAhead || kTmaStore) {
+      // kAhead: O / l packed to b16 before the next item's first S is issued (ptxas injects a wait, C7517,
+      // where registers a wgmma defined are read while another runs), stored while it runs.
       // The S is waited for here, not across the item loop's back edge: ptxas serialises a pipeline
       // whose in-flight state differs between the paths that meet (C7517 / C7515).
       typename Out::Packed po;
       Out::pack(o, row_max, row_sum, po);
-      if (look_ahead(p, sm, m_blocks, rd)) {
+      if (kAhead && look_ahead(p, sm, m_blocks, rd)) {
         issue_first(p, sm, c, rd, s);
-        Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
+        store_out(p, maps, sm, w, c, row0, g, t4, po);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(s);
       } else {
-        Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
+        store_out(p, maps, sm, w, c, row0, g, t4, po);
       }
     } else {
       Out::store(p, w.batch, w.head, row0, g, t4, o, row_max, row_sum);
     }
     return true;
+  }
+
+  // Packed O / LSE out: straight from registers, or (kTmaStore) O through this warpgroup's staging
+  // buffer (stmatrix into the 128-byte swizzle) and one TMA store a 64-column chunk, issued by one thread
+  // (rows past len_q and columns past Dv clipped by the map; the LSE from registers). The buffer is
+  // rewritten once that thread's stores of the last item have read it (bulk groups are per thread).
+  static __device__ __forceinline__ void store_out(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
+                                                   const Item& w, int c, int row0, int g, int t4,
+                                                   const typename RowsOut<Element, kNO>::Packed& po) {
+    using Out = RowsOut<Element, kNO>;
+    if constexpr (kTmaStore) {
+      const int tid = threadIdx.x % 128;
+      const uint32_t o_wg = sm.o + c * Plan::kOWgBytes;
+      if (tid == 0) ptx::tma_store_wait_read<0>();
+      ptx::named_barrier_sync(1 + kConsumers + c, 128);
+      Out::to_smem_sw128(o_wg, po, tid / 32, tid % 32);
+      ptx::fence_proxy_async_shared();
+      ptx::named_barrier_sync(1 + kConsumers + c, 128);
+      if (tid == 0) {
+#pragma unroll
+        for (int ch = 0; ch < Plan::kOWgBytes / Out::kChunkBytes; ++ch)
+          ptx::tma_store_4d(&maps.o, o_wg + ch * Out::kChunkBytes, 64 * ch, w.m0 + 64 * c, w.head, w.batch);
+        ptx::tma_store_commit();
+      }
+      Out::store_lse_rows(p, w.batch, w.head, row0, g, t4, po);
+    } else {
+      Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
+    }
   }
 
   static __device__ __forceinline__ void run(const FwdParams& p, const Fa2TmaMaps& maps, char* smem_raw) {
@@ -604,20 +536,21 @@ struct Fa2FwdWs {
     if (kPingPong && c == kConsumers - 1) ptx::named_barrier_arrive(1, kTurnThreads);  // consumer 0 goes first
     Reader rd;
     float s[kNS][4];  // S of the current key tile; kAhead: the next item's first, issued before the epilogue
-    while (consume(p, sm, m_blocks, c, rd, s)) {
+    while (consume(p, maps, sm, m_blocks, c, rd, s)) {
     }
+    if (kTmaStore && threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();  // the last stores done before exit
     if (kPingPong && c == 0) ptx::named_barrier_sync(1, kTurnThreads);  // the turn the last consumer passed
   }
 };
 
 using Fa2KernelWs = void (*)(FwdParams, Fa2TmaMaps);
 
-template <typename Traits, bool kPingPong, bool kAhead = false>
-__global__ void __launch_bounds__(Fa2WsPlan<Traits>::kThreads, 1)
+template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false>
+__global__ void __launch_bounds__(Fa2WsPlan<Traits, kTmaStore>::kThreads, 1)
     fa2_fwd_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fa2TmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];
-  Fa2FwdWs<Traits, kPingPong, kAhead>::run(p, maps, smem);
+  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore>::run(p, maps, smem);
 #elif defined(__CUDA_ARCH__)
   __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)
 #endif

@@ -74,4 +74,35 @@ __device__ __forceinline__ void tma_load_4d_multicast(uint32_t dst, const void* 
 #endif
 }
 
+// Store the box at (c0, c1, c2, c3) of a rank-4 map from shared address `src` (the inverse of
+// tma_load_4d: the map's swizzle read back); elements past the tensor's end are not written. Asynchronous:
+// tma_store_commit() closes the issuing thread's group, tma_store_wait_read<N>() waits until at most N of
+// its groups still read shared memory (src reusable), tma_store_wait<N>() until at most N are unfinished.
+// The writes to src must be made visible to the async proxy first (fence.proxy.async.shared::cta).
+__device__ __forceinline__ void tma_store_4d(const void* tmap, uint32_t src, int c0, int c1, int c2, int c3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(tmap)),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void tma_store_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void tma_store_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
 }  // namespace ffpa::ptx
