@@ -292,12 +292,7 @@ struct Fa2FwdFp8 {
 
     ptx::mbarrier_wait_parity(sm.q_bar, 0);
     if (p.scale_log2 < 0.f) {  // a negative scale is a positive one on -Q: flip the sign bits of its bytes
-      for (int i = tid; i < QTile::kChunks * 64 * 32; i += 128) {
-        const uint32_t addr = q_wg + (i / (64 * 32)) * QTile::kChunkBytes + (i % (64 * 32)) * 4;
-        uint32_t x;
-        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr));
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x ^ 0x80808080u));
-      }
+      QTile::xor_rows64(q_wg, 0x80808080u, tid);
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(1 + kConsumers + c, 128);
     }

@@ -90,6 +90,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   static constexpr bool kDefer = Plan::kConsumers == 2 && Traits::kBlockN <= 128 && Traits::kHeadDim > 96 &&
                                  Traits::kHeadDim <= 128;
   static constexpr int kNO = Traits::kNTilesO;
+  using Out = RowsOut<Element, kNO>;  // the epilogue's stores
   // Past Dv = 320 O (Dv / 2 registers a thread) leaves no room for S_j beside P_{j-1} and O: a turn
   // issues P_{j-1} V_{j-1}, waits for it and only then writes S_j (its registers dead until then), so
   // the softmax runs under the other consumer's GEMMs only (the ping-pong turns).
@@ -362,13 +363,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 
   // A negative scale is a positive one on -Q (row max of raw scores): this warpgroup's rows of Q flipped.
   static __device__ __forceinline__ void flip_q(uint32_t q_wg, int c) {
-    const int tid = threadIdx.x % 128;
-    for (int i = tid; i < QTile::kChunks * 64 * 32; i += 128) {
-      const uint32_t addr = q_wg + (i / (64 * 32)) * QTile::kChunkBytes + (i % (64 * 32)) * 4;
-      uint32_t x;
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr));
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x ^ 0x80008000u));
-    }
+    QTile::xor_rows64(q_wg, 0x80008000u, threadIdx.x % 128);
     ptx::fence_proxy_async_shared();
     ptx::named_barrier_sync(1 + kConsumers + c, 128);
   }
@@ -390,11 +385,17 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
     turn_pass(c);
   }
+  // This warpgroup's 64 rows of Q (128 bytes each in a chunk), through an opaque move: hoisted out of
+  // the item loop, the Q descriptors derived from it stayed live across items and spilled (D=256).
+  static __device__ __forceinline__ uint32_t q_rows(const Smem& sm, int c) {
+    uint32_t q_wg;
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(q_wg) : "r"(sm.q + c * 64 * 128));
+    return q_wg;
+  }
   // The next item's first S, issued before this item's epilogue (Q flipped first for a negative scale).
   static __device__ __forceinline__ void issue_first(const FwdParams& p, const Smem& sm, int c, Reader& rd,
                                                      float (&s)[kNS][4]) {
-    uint32_t q_wg;
-    asm volatile("mov.b32 %0, %1;\n" : "=r"(q_wg) : "r"(sm.q + c * 64 * 128));
+    const uint32_t q_wg = q_rows(sm, c);
     if (p.scale_log2 < 0.f) flip_q(q_wg, c);
     issue_s0(sm, c, rd, q_wg, s);
     rd.issued = true;
@@ -410,10 +411,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     const Item w = item(p, t, m_blocks);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;  // first query row of this warp's accumulators
-    // This warpgroup's 64 rows of Q (128 bytes each in a chunk), through an opaque move: hoisted out
-    // of the item loop, the Q descriptors derived from it stayed live across items and spilled (D=256).
-    uint32_t q_wg;
-    asm volatile("mov.b32 %0, %1;\n" : "=r"(q_wg) : "r"(sm.q + c * 64 * 128));
+    const uint32_t q_wg = q_rows(sm, c);
     const float scale_log2 = fabsf(p.scale_log2);
     float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -466,7 +464,6 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       if (lane == 0) sm.ring_v.consumer_release(rd.sv);
       rd.sv.advance();
     }
-    using Out = RowsOut<Element, kNO>;
     if constexpr (kAhead || kTmaStore) {
       // kAhead: O / l packed to b16 before the next item's first S is issued (ptxas injects a wait, C7517,
       // where registers a wgmma defined are read while another runs), stored while it runs.
@@ -494,8 +491,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // rewritten once that thread's stores of the last item have read it (bulk groups are per thread).
   static __device__ __forceinline__ void store_out(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
                                                    const Item& w, int c, int row0, int g, int t4,
-                                                   const typename RowsOut<Element, kNO>::Packed& po) {
-    using Out = RowsOut<Element, kNO>;
+                                                   const typename Out::Packed& po) {
     if constexpr (kTmaStore) {
       const int tid = threadIdx.x % 128;
       const uint32_t o_wg = sm.o + c * Plan::kOWgBytes;

@@ -112,6 +112,18 @@ struct GmmaSw128Tile {
   static __host__ __device__ __forceinline__ uint32_t chunk(int c) {
     return static_cast<uint32_t>(c * kChunkBytes);
   }
+
+  // XOR every 32-bit word of 64 rows of each chunk with `mask`: a warpgroup's rows (`rows`: the shared
+  // address of the first in chunk 0), by its 128 threads (tid 0..127). A negative scale's Q flip (the sign
+  // bits: 0x80008000 in b16, 0x80808080 in e4m3); the caller fences the async proxy and syncs after.
+  static __device__ __forceinline__ void xor_rows64(uint32_t rows, uint32_t mask, int tid) {
+    for (int i = tid; i < kChunks * 64 * 32; i += 128) {
+      const uint32_t addr = rows + (i / (64 * 32)) * kChunkBytes + (i % (64 * 32)) * 4;
+      uint32_t x;
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr));
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x ^ mask));
+    }
+  }
 };
 
 // The XOR swizzle where it is conflict-free (2 or 4 units, or a multiple of 8), padding elsewhere.
