@@ -132,6 +132,9 @@ def test_fa2_kernel_info():
             d = max(e, ev)
             assert c["o_tma_store"] == (c["mma"] == "wgmma" and d <= 64), c
             assert c["mask_o_tma_store"] == (c["mma"] == "wgmma" and d <= 96), c
+            # two Q slots (kFa2TwoQSlotsMaxDim) at D <= 64 on both tiles; one elsewhere; 0: no such kernel
+            slots = (2 if d <= 64 else 1) if c["mma"] == "wgmma" else 0
+            assert c["q_slots"] == slots and c["mask_q_slots"] == slots, c
 
 
 def test_fa2_mma_setting_round_trips_and_rejects_unknown_modes():

@@ -202,8 +202,9 @@ def test_fa2_look_ahead_kernel(dtype, D, causal, scale, mma):
 def test_fa2_tma_store(dtype, D, causal, layout, mma):
     """O stored through shared memory by TMA on Hopper (Fa2FwdWs kTmaStore; launch/heuristics.h
     kFa2TmaStoreMaxDim: D <= 64 on both tiles, 65..96 on the 128 x 128 tile of masked and short calls,
-    which this short shape takes): more items than SMs (each consumer's buffer rewritten item after item,
-    after the last item's store has read it), rows past L clipped (L = 197), columns past Dv clipped (D =
+    which this short shape takes), with two Q slots at D <= 64 (kFa2TwoQSlotsMaxDim): more items than
+    SMs (each consumer's buffer rewritten item after item, after the last item's store has read it; each
+    Q slot and its item word refilled while the other's item runs), rows past L clipped (L = 197), columns past Dv clipped (D =
     32 and 96: a 64-column box past the head), a BLHD query's BLHD output (the map's row stride H * Dv),
     GQA, a negative scale."""
     import ffpa_attn._C as C
@@ -215,6 +216,7 @@ def test_fa2_tma_store(dtype, D, causal, layout, mma):
     L, S = 197, 203
     if info["mma"] == "wgmma":
         assert info["o_tma_store"] == (D <= 64) and info["mask_o_tma_store"], info
+        assert info["q_slots"] == info["mask_q_slots"] == (2 if D <= 64 else 1), info  # kFa2TwoQSlotsMaxDim
         if D > 64:  # the short call runs the masked tile (fa2_narrow_tile), whose O goes by TMA
             off = S - L if causal == "bottom_right" else 0
             assert C.fa2_narrow_tile(D, 2 * Hq, L, S, causal != "none", off, sms, info["block_m"], info["block_n"],

@@ -28,6 +28,7 @@ template <typename Element, typename TraitsT, bool kOn>
 struct Fa2WsLaunch {
   using Traits = TraitsT;
   static constexpr bool kTmaStore = false;
+  static constexpr int kQSlots = 0;
   static bool wanted(int) { return false; }
   static cudaError_t info(KernelInfo, bool, KernelInfo*) { return cudaErrorNotSupported; }
   static cudaError_t run(const FwdParams&, cudaStream_t) { return cudaErrorNotSupported; }
@@ -41,21 +42,27 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
   // O out through shared memory by TMA (Fa2FwdWs kTmaStore) at D <= kFa2TmaStoreMaxDim (launch/heuristics.h),
   // where two K/V stages fit beside its buffer; the launcher's only kernel there (no register-store twin).
   static constexpr bool kTmaStore = kD <= kFa2TmaStoreMaxDim && attn::Fa2WsPlan<Traits, true>::kFits;
-  using Plan = attn::Fa2WsPlan<Traits, kTmaStore>;
+  // Two Q slots (Fa2FwdWs kQSlots) at D <= kFa2TwoQSlotsMaxDim (launch/heuristics.h) where the second
+  // costs no K/V stage.
+  using PlanQ1 = attn::Fa2WsPlan<Traits, kTmaStore, 1>;
+  using PlanQ2 = attn::Fa2WsPlan<Traits, kTmaStore, 2>;
+  static constexpr int kQSlots =
+      kD <= kFa2TwoQSlotsMaxDim && PlanQ2::kFits && PlanQ2::kStages == PlanQ1::kStages ? 2 : 1;
+  using Plan = attn::Fa2WsPlan<Traits, kTmaStore, kQSlots>;
   // Ping-pong turns between the consumer warpgroups: +0.5..1.5% at D = 64..256 (H200, one run;
   // docs/hopper_profile.md).
   static constexpr bool kPingPong = true;
   static inline bool opted_in[64] = {};
   static inline bool opted_in_ahead[64] = {};
-  using Kernel = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore>;
+  using Kernel = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore, kQSlots>;
   // The look-ahead variant (Fa2FwdWs kAhead: the next item's first S issued before this item's
   // epilogue) where launch/heuristics.h fa2_ws_look_ahead says; compiled only at the head dims it may run.
   static constexpr bool kAheadBuilt = kD <= kFa2LookAheadMaxDim;
   static attn::Fa2KernelWs kernel(bool ahead = false) {
     if constexpr (kAheadBuilt) {
-      if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true, kTmaStore>;
+      if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true, kTmaStore, kQSlots>;
     }
-    return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore>;
+    return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots>;
   }
 
   // Auto depth only: an explicit num_stages pins the cp.async kernel's ring.
@@ -72,6 +79,7 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
     k.num_stages = Plan::kStages;
     k.smem_bytes = Plan::kSmemBytes;
     k.o_tma_store = kTmaStore;
+    k.q_slots = kQSlots;
     k.work_counter = true;
     if (query_attributes) {
       const cudaError_t err = query_kernel_attributes(kernel(), &k);
@@ -216,6 +224,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     k.smem_bytes = Traits::smem_bytes(k.num_stages);
     if (Ws::wanted(num_stages)) {  // (kWsOnly: with the fallback's mask tile)
       k.mask_o_tma_store = WsM::kTmaStore;
+      k.mask_q_slots = WsM::kQSlots;
       return Ws::info(k, query_attributes, out);
     }
     if (query_attributes) {

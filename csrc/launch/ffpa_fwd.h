@@ -70,6 +70,8 @@ struct KernelInfo {
   int smem_bytes = 0;       // dynamic shared memory per block
   bool o_tma_store = false;       // the warp-specialised FA-2 kernel stores O through shared memory by TMA
   bool mask_o_tma_store = false;  // .. on the tile of attn_mask calls (and of short ones: fa2_narrow_tile)
+  int q_slots = 0;                // .. its Q slots (the next item's Q loads into the other); 0: no such kernel
+  int mask_q_slots = 0;           // .. on the tile of attn_mask calls
   bool work_counter = false;  // run() balances its persistent grid on a zeroed params.work_counter
   bool fp8_vt_prepass = false;  // FP8: run() writes V^T into params.vt (the caller sizes it), else the kernel transposes V
   int registers = -1;       // per thread (cudaFuncGetAttributes); -1 if not queried

@@ -399,6 +399,18 @@ inline bool fa2_ws_look_ahead(int head_dim, int len_kv) {
 // mixed: N=197 228 / 215, causal 114 / 126; N=256 328 / 340, causal 169 / 166; N=512 +-1%: not taken.
 constexpr int kFa2TmaStoreMaxDim = 96;
 
+// FA-2 on Hopper: the warp-specialised kernel with two Q slots (Fa2FwdWs kQSlots = 2, an item word each: the
+// producer loads the next item's Q into the other slot while this item runs; with one, only once both
+// consumers have done this item's last S) at D <= kFa2TwoQSlotsMaxDim, on the tiles where the second slot
+// costs no K/V stage (compile-time). Why: ncu at B=64 H=16 N=256 D=64 (session 43) showed cuDNN's
+// instruction count with 14% more cycles, the gap in fixed-latency and long-scoreboard stalls; such short
+// items (2 key tiles) wait on their Q. One H100, bf16, TFLOPS one slot / two (session 44,
+// scripts/dev/fa2_q_slots.sh, variants 0,1,0,1: the A/A within 1%): D = 64 B=128 H=12 N=197 154.5 / 160.3,
+// causal 87.0 / 88.8; B=64 H=16 N=256 262.0 / 271.5, causal 135.4 / 141.6; B=32 N=512 342.3 / 350.7,
+// causal 211.1 / 220.5; B=8 N=2048 and B=1 H=32 N=8192 within 0.5%. D = 96 (its 128 x 128 tile; the
+// 176-key tile has no room) within 1% everywhere: not taken.
+constexpr int kFa2TwoQSlotsMaxDim = 64;
+
 // FFPA L1 on Hopper (launch/ffpa_fwd_ws_launch.cuh, up to Dv = 640): whether query blocks 2 q + 1, 2 q
 // run as a cluster pair whose K slices are loaded once for both (traits/ffpa_traits.h, kShareK). Causal
 // calls only: their blocks do not run in step (items of every length), and lone causal blocks spent

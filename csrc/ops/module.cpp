@@ -107,6 +107,8 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
   if (k.family == ffpa::launch::Family::kFa2) {
     d["o_tma_store"] = k.o_tma_store;
     d["mask_o_tma_store"] = k.mask_o_tma_store;
+    d["q_slots"] = k.q_slots;
+    d["mask_q_slots"] = k.mask_q_slots;
   }
   if (query_attributes) {
     d["registers"] = k.registers;

@@ -12,10 +12,11 @@
 //   warpgroup 0, producer (24 registers): one warp walks the slots and announces each item to the
 //     consumers with its Q (write_item: a shared word that Q's full barrier releases); one lane issues TMA loads -- each
 //     item's first K/V tile, its Q, then K_j and V_j of the other key tiles the item sees (causal
-//     cut, block-map skip) -- through a one-slot Q ring and two stage rings (tile/stage_ring.cuh), K's and V's,
-//     so S = Q K_j^T may start before V_j has landed. The next item's first tile loads under this
-//     item's last ones; its Q as soon as this item's last S is done (consumers release Q's slot
-//     there, before that tile's softmax, the last P V and the epilogue).
+//     cut, block-map skip) -- through a Q ring of kQSlots slots and two stage rings (tile/stage_ring.cuh),
+//     K's and V's, so S = Q K_j^T may start before V_j has landed. The next item's first tile loads under
+//     this item's last ones; its Q, with one slot, as soon as this item's last S is done (consumers
+//     release Q's slot there, before that tile's softmax, the last P V and the epilogue); with two
+//     (launch/heuristics.h kFa2TwoQSlotsMaxDim) into the other slot while this item runs.
 //   warpgroups 1.., consumers (240 registers each for two, 160 for three): rows [64 c, 64 c + 64)
 //     of the item each; per key tile
 //
@@ -28,11 +29,11 @@
 //     kPingPong the consumer warpgroups also take turns issuing (named barriers 1.., round robin,
 //     one continuous rotation over all items): one's softmax runs under another's GEMMs. The
 //     epilogue stores O from registers, or (kTmaStore, launch/heuristics.h kFa2TmaStoreMaxDim) through
-//     shared memory by TMA; Q's slot is already refilling.
+//     shared memory by TMA; the next item's Q is already loading.
 //
-// Who waits on what (mbarriers; the K/V rings kStages deep, Q's one slot):
-//   producer:  empty_q -> TMA Q -> full_q     empty_k[s] -> TMA K_j -> full_k[s]     (V as K)
-//   consumers: full_q -> ... the item's last S done -> arrive empty_q
+// Who waits on what (mbarriers; the K/V rings kStages deep, Q's kQSlots):
+//   producer:  empty_q[s] -> TMA Q -> full_q[s]     empty_k[s] -> TMA K_j -> full_k[s]     (V as K)
+//   consumers: full_q[s] -> ... the item's last S done -> arrive empty_q[s]
 //              full_k[s] -> S_j -> arrive empty_k[s]     full_v[s] -> P V_j -> arrive empty_v[s]
 //
 // TMA zero-fills rows past L and S (finite, so masked columns of P V stay 0); scores past S and
@@ -56,7 +57,7 @@
 
 namespace ffpa::attn {
 
-template <typename Traits, bool kPingPong, bool kAheadOn = false, bool kTmaStore = false>
+template <typename Traits, bool kPingPong, bool kAheadOn = false, bool kTmaStore = false, int kQSlots = 1>
 struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   using Items = Fa2WsItems<Traits::kBlockM, Traits::kBlockN>;
   using typename Items::Item;
@@ -68,9 +69,9 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   using QTile = typename Traits::QTile;
   using KTile = typename Traits::KTile;
   using VTile = typename Traits::VTile;
-  using Plan = Fa2WsPlan<Traits, kTmaStore>;
+  using Plan = Fa2WsPlan<Traits, kTmaStore, kQSlots>;
   using Ring = StageRing<Plan::kStages>;
-  using QRing = StageRing<1>;
+  using QRing = StageRing<kQSlots>;
   using Common = Fa2FwdCommon<Traits, 2>;  // mask_tile only (static, register-free)
   using MmaS = ptx::WgmmaM64<Traits::kBlockN, Element>;
   // P V in wgmmas of at most 256 columns (wgmma's widest N): past Dv = 256 a second one takes the rest.
@@ -113,14 +114,14 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     uint32_t q, k, v, o;
     QRing ring_q;
     Ring ring_k, ring_v;
-    uint32_t item;  // the index (Walk::t()) of the item whose Q is in Q's slot, or -1: none left (write_item)
+    uint32_t item;  // a word per Q slot: the index (Walk::t()) of the item whose Q is in it, or -1: none left
   };
 
   static __device__ __forceinline__ Smem layout(char* smem_raw) {
     const uint32_t raw = ptx::smem_u32addr(smem_raw);
     Smem s;
     s.q = (raw + 1023u) & ~1023u;
-    s.k = s.q + Plan::kQBytes;
+    s.k = s.q + kQSlots * Plan::kQBytes;
     s.v = s.k + Plan::kStages * Plan::kKBytes;
     s.o = s.v + Plan::kStages * Plan::kVBytes;
     s.ring_q = QRing{s.o + Plan::kOBytes};
@@ -170,17 +171,17 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       }
       s.ring_q.producer_acquire(sq);
       if (leader) {
-        write_item(s, t);
+        write_item(s, sq.stage, t);
         s.ring_q.producer_expect(sq, Plan::kQBytes);
-        load<QTile>(s.q, &maps.q, s.ring_q.full(0), w.m0, w.head, w.batch);
+        load<QTile>(s.q + sq.stage * Plan::kQBytes, &maps.q, s.ring_q.full(sq.stage), w.m0, w.head, w.batch);
       }
       for (; j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end), st.advance())
         load_kv(maps, s, st, j, head_kv, w.batch, leader);
     }
     s.ring_q.producer_acquire(sq);  // no more items: -1 in the word, Q's slot full without bytes
     if (leader) {
-      write_item(s, -1);
-      ptx::mbarrier_arrive(s.ring_q.full(0));
+      write_item(s, sq.stage, -1);
+      ptx::mbarrier_arrive(s.ring_q.full(sq.stage));
     }
   }
 
@@ -191,8 +192,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // finished this one, so the ping-pong's offset between them carries over item boundaries (before,
   // a named barrier of the producer warp and all consumers met at every item: the first consumer
   // waited there for the other's last P V and epilogue).
-  static __device__ __forceinline__ void write_item(const Smem& s, int t) {
-    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(s.item), "r"(t) : "memory");
+  static __device__ __forceinline__ void write_item(const Smem& s, int slot, int t) {
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(s.item + 4 * slot), "r"(t) : "memory");
   }
 
   static __device__ __forceinline__ void load_kv(const Fa2TmaMaps& maps, const Smem& s, const typename Ring::State& st,
@@ -357,7 +358,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     // lane, racecheck reported the other lanes' reads against the next write: it does not carry their
     // order through the __syncwarp before lane 0's arrival; session 30, D = 320 / 384.)
     int t = 0;
-    if (threadIdx.x % 32 == 0) asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(t) : "r"(sm.item) : "memory");
+    if (threadIdx.x % 32 == 0)
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(t) : "r"(sm.item + 4 * rd.sq.stage) : "memory");
     return __shfl_sync(0xffffffffu, t, 0);
   }
 
@@ -385,17 +387,18 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
     turn_pass(c);
   }
-  // This warpgroup's 64 rows of Q (128 bytes each in a chunk), through an opaque move: hoisted out of
-  // the item loop, the Q descriptors derived from it stayed live across items and spilled (D=256).
-  static __device__ __forceinline__ uint32_t q_rows(const Smem& sm, int c) {
+  // This warpgroup's 64 rows of Q in the slot rd.sq names (128 bytes each in a chunk), through an opaque
+  // move: hoisted out of the item loop, the Q descriptors derived from it stayed live across items and
+  // spilled (D=256).
+  static __device__ __forceinline__ uint32_t q_rows(const Smem& sm, const Reader& rd, int c) {
     uint32_t q_wg;
-    asm volatile("mov.b32 %0, %1;\n" : "=r"(q_wg) : "r"(sm.q + c * 64 * 128));
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(q_wg) : "r"(sm.q + rd.sq.stage * Plan::kQBytes + c * 64 * 128));
     return q_wg;
   }
   // The next item's first S, issued before this item's epilogue (Q flipped first for a negative scale).
   static __device__ __forceinline__ void issue_first(const FwdParams& p, const Smem& sm, int c, Reader& rd,
                                                      float (&s)[kNS][4]) {
-    const uint32_t q_wg = q_rows(sm, c);
+    const uint32_t q_wg = q_rows(sm, rd, c);
     if (p.scale_log2 < 0.f) flip_q(q_wg, c);
     issue_s0(sm, c, rd, q_wg, s);
     rd.issued = true;
@@ -411,7 +414,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     const Item w = item(p, t, m_blocks);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;  // first query row of this warp's accumulators
-    const uint32_t q_wg = q_rows(sm, c);
+    const uint32_t q_wg = q_rows(sm, rd, c);
     const float scale_log2 = fabsf(p.scale_log2);
     float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -541,12 +544,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 
 using Fa2KernelWs = void (*)(FwdParams, Fa2TmaMaps);
 
-template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false>
-__global__ void __launch_bounds__(Fa2WsPlan<Traits, kTmaStore>::kThreads, 1)
+template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false, int kQSlots = 1>
+__global__ void __launch_bounds__(Fa2WsPlan<Traits, kTmaStore, kQSlots>::kThreads, 1)
     fa2_fwd_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fa2TmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];
-  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore>::run(p, maps, smem);
+  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore, kQSlots>::run(p, maps, smem);
 #elif defined(__CUDA_ARCH__)
   __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)
 #endif

@@ -16,7 +16,7 @@ struct Fa2TmaMaps {
 };
 
 // Shared-memory plan of the warp-specialised kernel for a wgmma tile table row (Fa2Traits).
-template <typename Traits, bool kTmaStore = false>
+template <typename Traits, bool kTmaStore = false, int kQSlots = 1>
 struct Fa2WsPlan {
   static constexpr int kQBytes = Traits::QTile::kBytes;
   static constexpr int kKBytes = Traits::KTile::kBytes;
@@ -25,16 +25,18 @@ struct Fa2WsPlan {
   // launcher builds it only where two K/V stages still fit beside it: kFits)
   static constexpr int kOWgBytes = kTmaStore ? 64 * 128 * ((Traits::kHeadDimV + 63) / 64) : 0;
   static constexpr int kOBytes = Traits::kWarps / 4 * kOWgBytes;
-  // Q's ring, two rings of up to 4 stages, the two item words the producer announces in (16 bytes)
-  static constexpr int kBarrierBytes = 2 * 8 + 2 * 2 * 4 * 8 + 16;
+  // Q's ring (kQSlots slots), two rings of up to 4 stages, an item word per Q slot (16 bytes)
+  static_assert(kQSlots == 1 || kQSlots == 2, "one or two Q slots");
+  static constexpr int kBarrierBytes = 2 * 8 * kQSlots + 2 * 2 * 4 * 8 + 16;
   static constexpr int bytes(int stages) {
-    return 1024 + kQBytes + stages * (kKBytes + kVBytes) + kOBytes + kBarrierBytes;
+    return 1024 + kQSlots * kQBytes + stages * (kKBytes + kVBytes) + kOBytes + kBarrierBytes;
   }
   static constexpr int kMaxSmem = 227 * 1024;
   static constexpr int kStages = bytes(4) <= kMaxSmem ? 4 : bytes(3) <= kMaxSmem ? 3 : 2;
   static constexpr int kSmemBytes = bytes(kStages);
   static constexpr bool kFits = bytes(2) <= kMaxSmem;
-  static_assert(kFits || kTmaStore, "two stages of K and V must fit");  // (kTmaStore: the launcher checks kFits)
+  // (the O buffer or a second Q slot: the launcher builds those only where kFits)
+  static_assert(kFits || kTmaStore || kQSlots > 1, "two stages of K and V must fit");
   static constexpr int kConsumers = Traits::kWarps / 4;  // consumer warpgroups of 64 rows each
   static_assert((kConsumers == 2 || kConsumers == 3) && Traits::kBlockM == 64 * kConsumers,
                 "two or three consumer warpgroups of 64 rows");
