@@ -161,7 +161,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       const int head_kv = w.head / group;
       int j = next_tile(w.codes, 0, w.n_end);
       // The item's first K/V stage goes ahead of its Q: it loads while the previous item's last
-      // tiles run (its ring slot frees then), where Q's slot frees only with that item's last S.
+      // tiles run (its ring slot frees then), where a single Q slot frees only with that item's last S.
       // One stage only: a ring filled with this item's tiles before Q would wait on consumers
       // that wait on Q.
       if (j < w.n_end) {
