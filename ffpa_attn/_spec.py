@@ -136,7 +136,7 @@ FAMILIES = (
     # against FFPA L1's Hopper kernel's 461 (H200, bf16, B=1 H=32 N=8192, one run); 384 on 32-key tiles with
     # each tile's P V waited for before its S is written (O's 192 registers), 586 against 484 (H100).
     Family("fa2", "fwd", 0, "Family::kFa2", "Fa2Launcher<{elem}, {d}, {dv}, Fa2Mma::kWgmma>",
-           "launch/fa2_fwd_launch.cuh", _FA2_PAIRS, half_accs=False, auto="first", workspace=False,
+           "launch/fa2_fwd_launch.cuh", _FA2_PAIRS, half_accs=False, auto="first", workspace=True,
            arch="90a", priority=0, tag="wgmma"),
     # FA-2 on mma.sync (fa2_fwd_sm80.cuh): every arch.
     Family("fa2", "fwd", 0, "Family::kFa2", "Fa2Launcher<{elem}, {d}, {dv}, Fa2Mma::kSync>",

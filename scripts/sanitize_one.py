@@ -3,7 +3,7 @@ L and S, GQA, causal (top-left and bottom-right) and not, a bool mask (block-spa
 masked row and a broadcast padding mask), every pipeline depth that fits the device for each FFPA
 level (L1, L2, L3; L3 also with more items than resident blocks, so blocks take further items
 from the work counter; on Hopper L1's warp-specialised TMA kernel at the auto depth), fp16 accumulation where built, and FA-2 on both its kernels (wgmma and
-mma.sync; on Hopper the warp-specialised TMA kernel, its look-ahead variant on long keys, its TMA store of O, and its
+mma.sync; on Hopper the warp-specialised TMA kernel, its look-ahead variant on long keys, its split tail, its TMA store of O, and its
 cp.async fallback) where the GPU runs both, and the split-KV decode family (on Hopper both its kernels; contiguous and paged, lengths
 0 and odd, causal, one split and several), and the FP8 kernel on Hopper. `python3 sanitize_one.py fa2,decode` runs only
 those families' part (of ffpa, fa2, decode, fp8).
@@ -134,6 +134,13 @@ for mode in ("auto", "sync") if "fa2" in PARTS else ():
                 kl, vl = (torch.randn(1, 2, 1030, d, device="cuda", dtype=dt, generator=g) for _ in range(2))
                 for causal in (False, True):
                     run(qm, kl, vl, is_causal=causal, scale=-0.1 if causal else None)
+            # The split tail (launch/heuristics.h fa2_split_tail): one query block on SMs + 9 heads against
+            # 4100 keys, so every slot is a share of key tiles and the cut items' warps merge their partials.
+            hs = torch.cuda.get_device_properties(0).multi_processor_count + 9
+            g = torch.Generator(device="cuda").manual_seed(9)
+            qs = torch.randn(1, hs, 100, d, device="cuda", dtype=dt, generator=g)
+            ks, vs = (torch.randn(1, 1, 4100, d, device="cuda", dtype=dt, generator=g) for _ in range(2))
+            run(qs, ks, vs)
 ffpa_attn.set_fa2_mma("auto")
 
 # Split-KV decode: the smallest and largest compiled pairs and MLA; contiguous and paged (page 16)

@@ -154,6 +154,33 @@ def test_fa2_more_items_than_sms(D, causal, mma):
     check(out, lse, q, k, v, causal, what=f"D={D} {causal} Hq={Hq}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("D", [32, 64, 96, 128, 256, 384])
+@pytest.mark.parametrize("case", ["mha", "gqa_blhd_neg_scale"])
+def test_fa2_split_tail(dtype, D, case, mma):
+    """The Hopper kernel's split tail (kernels/fa2_ws_split.cuh; launch/heuristics.h fa2_split_tail): one
+    query block a head, SMs + 9 heads, 4133 keys, so the walk is one round and 9 items and every slot is a
+    share of key tiles: nearly every item is cut in two pieces on two blocks, whose warps merge their
+    partials (the second to finish stores O and the LSE); a last key tile of 37 keys (masked inside a
+    piece), GQA with a BLHD query, a negative scale."""
+    import ffpa_attn._C as C
+
+    need(dtype, D)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    Hq, L, S = sms + 9, 128, 4133
+    info = C.kernel_info(DT_NAME[dtype], "fa2", D, D)
+    if info["mma"] == "wgmma":  # (either tile may run it: fa2_narrow_tile)
+        for block_n in (info["block_n"], info["mask_block_n"]):
+            assert C.fa2_split_tail(Hq, sms, S, block_n, False, False) == (0, sms), block_n
+    gqa = case != "mha"
+    q, k, v = rand_qkv(1, Hq, 1 if gqa else Hq, L, S, D, dtype, seed=D + 71)
+    scale = -0.09 if gqa else None
+    if gqa:
+        q = q.transpose(1, 2).contiguous().transpose(1, 2)
+    out, lse = run_fa2(q, k, v, scale=scale)
+    check(out, lse, q, k, v, scale=scale, what=f"D={D} {case} Hq={Hq} S={S}")
+
+
 @pytest.mark.parametrize("D", [64, 128, 256, 320, 384])
 @pytest.mark.parametrize("causal", ["top_left", "bottom_right"])
 def test_fa2_causal_walk_ends_on_single_items(D, causal, mma):

@@ -191,3 +191,50 @@ def test_the_look_ahead_rule_edges():
     assert not C.fa2_ws_look_ahead(96, 511) and C.fa2_ws_look_ahead(96, 512) and C.fa2_ws_look_ahead(80, 512)
     assert not C.fa2_ws_look_ahead(97, 1 << 20) and not C.fa2_ws_look_ahead(128, 1 << 20)
     assert not C.fa2_ws_look_ahead(0, 4096) and C.fa2_ws_look_ahead(32, 4096)
+
+
+# ---- the split tail (csrc/launch/heuristics.h fa2_split_tail, csrc/include/ffpa/kernels/fa2_split_plan.h) --
+
+
+def test_the_split_tail_where_long_equal_items_leave_a_last_round():
+    import ffpa_attn._C as C
+
+    # B=1 H=32 N=8192 at D = 128 (128 x 128 tiles): 2048 items on 132 SMs, 15 rounds and 68 items; the last
+    # 132 + 68 items become 132 shares from slot 14 x 132
+    assert C.fa2_split_tail(2048, 132, 8192, 128, False, False) == (14 * 132, 132)
+    assert C.fa2_split_tail(141, 132, 4096, 128, False, False) == (0, 132)  # one round and 9: shares only
+    assert C.fa2_split_tail(2048, 132, 4096, 128, False, False) == (14 * 132, 132)  # the rule's first length
+    assert C.fa2_split_tail(2048, 132, 4095, 128, False, False) == (0, 0)  # shorter items: the merge outweighs
+    assert C.fa2_split_tail(2048, 132, 8192, 128, True, False) == (0, 0)  # causal: the walk's own tail
+    assert C.fa2_split_tail(2048, 132, 8192, 128, False, True) == (0, 0)  # a mask: tiles skip per item
+    assert C.fa2_split_tail(15 * 132, 132, 8192, 128, False, False) == (0, 0)  # whole rounds
+    assert C.fa2_split_tail(131, 132, 8192, 128, False, False) == (0, 0)  # under one round: nothing waits
+    assert C.fa2_split_tail(2048, 132, 128 << 15, 128, False, False) == (0, 0)  # 32768 tiles: the range word
+    assert C.fa2_split_tail(2048, 132, (128 << 15) - 128, 128, False, False) == (14 * 132, 132)  # 32767
+
+
+@pytest.mark.parametrize("items,shares,tiles", [(2048, 132, 64), (2048, 132, 32), (141, 132, 33), (1376, 132, 64),
+                                                (4096, 132, 32), (265, 132, 2), (5, 3, 7), (200, 114, 129)])
+def test_the_split_pieces_cover_every_tile_once_and_pair_each_cut_item(items, shares, tiles):
+    """The producer's walk over the shares (the kernel's own integer math): the split part's tiles each
+    once, shares within a tile of each other, a cut item in two pieces [0, c) and [c, n) on shares k - 1 and
+    k, both naming boundary k (where the two warps' partials meet), whole items naming none."""
+    import ffpa_attn._C as C
+
+    frm = (items // shares - 1) * shares
+    pieces = C.fa2_split_pieces(items, frm, shares, tiles)
+    seen, per_share, by_cut = set(), [0] * shares, {}
+    for k, i, jb, je, cut in pieces:
+        assert 0 <= jb < je <= tiles and 0 <= i < items - frm
+        seen.update((i, j) for j in range(jb, je))
+        per_share[k] += je - jb
+        if jb == 0 and je == tiles:
+            assert cut == -1
+        else:
+            assert 1 <= cut < shares and (jb == 0 or je == tiles)
+            by_cut.setdefault(cut, []).append((i, jb, je, k))
+    assert len(seen) == sum(per_share) == (items - frm) * tiles
+    assert max(per_share) - min(per_share) <= 1
+    for cut, two in by_cut.items():
+        (li, lb, le, lk), (ri, rb, re, rk) = sorted(two, key=lambda x: x[1])
+        assert li == ri and lb == 0 and le == rb and re == tiles and (lk, rk) == (cut - 1, cut), two

@@ -32,6 +32,7 @@ struct Fa2WsLaunch {
   static bool wanted(int) { return false; }
   static cudaError_t info(KernelInfo, bool, KernelInfo*) { return cudaErrorNotSupported; }
   static cudaError_t run(const FwdParams&, cudaStream_t) { return cudaErrorNotSupported; }
+  static int64_t split_bytes(const FwdParams&) { return 0; }
 };
 
 #if FFPA_HAS_SM90A
@@ -67,6 +68,22 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
 
   // Auto depth only: an explicit num_stages pins the cp.async kernel's ring.
   static bool wanted(int num_stages) { return num_stages == 0; }
+
+  // The split tail this tile runs a call with (kernels/fa2_ws_split.cuh; launch/heuristics.h fa2_split_tail)
+  // and the fp32 workspace it takes (the op passes it as params.o_accum: partials, then the flags).
+  using Split = attn::Fa2SplitTail;
+  static_assert(Split::kMaxTiles == kFa2SplitTailMaxTiles, "the split tail's range word and its rule agree");
+  static Fa2SplitPlan split_plan(const FwdParams& p) {
+    const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
+    return fa2_split_tail(items, num_sms(), p.len_kv, Traits::kBlockN, p.is_causal,
+                          p.block_map != nullptr || p.mask != nullptr);
+  }
+  static int64_t split_bytes(const FwdParams& p) {
+    const Fa2SplitPlan plan = split_plan(p);
+    if (plan.shares == 0) return 0;
+    return (Split::partial_floats<Traits::kNTilesO, Plan::kConsumers>(plan.shares) +
+            Split::flag_count<Plan::kConsumers>(plan.shares)) * static_cast<int64_t>(sizeof(float));
+  }
 
   // k: the cp.async kernel's description of the same tile.
   static cudaError_t info(KernelInfo k, bool query_attributes, KernelInfo* out) {
@@ -131,6 +148,18 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
     p.causal_tail_bh = 0;
     if (p.is_causal && p.work_counter != nullptr)
       p.causal_tail_bh = fa2_causal_tail_bh(static_cast<int64_t>(p.heads_q) * p.batch, m_blocks, num_sms());
+    // The split tail (launch/heuristics.h fa2_split_tail) where the op gave its workspace (split_bytes).
+    p.split_shares = 0;
+    const Fa2SplitPlan split = split_plan(p);
+    if (split.shares > 0 && p.work_counter != nullptr && p.o_accum != nullptr) {
+      p.split_from = static_cast<int>(split.from);
+      p.split_shares = split.shares;
+      p.split_partials = p.o_accum;
+      p.split_flags = reinterpret_cast<int*>(p.o_accum + Split::partial_floats<Traits::kNTilesO, Plan::kConsumers>(split.shares));
+      if (cudaMemsetAsync(p.split_flags, 0, Split::flag_count<Plan::kConsumers>(split.shares) * sizeof(int), stream) !=
+          cudaSuccess)
+        return cudaErrorLaunchFailure;
+    }
     const int64_t slots = Kernel::walk_slots(p, m_blocks);
     const int grid = static_cast<int>(slots > num_sms() ? num_sms() : slots);
     fn<<<grid, Plan::kThreads, smem, stream>>>(p, maps);
@@ -235,6 +264,13 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     return cudaSuccess;
   }
 
+  // Either warp-specialised tile may run a call without a mask (fa2_narrow_tile): the larger need.
+  static int64_t workspace_bytes(const FwdParams& p) {
+    if (!Ws::wanted(p.num_stages)) return 0;
+    const int64_t a = Ws::split_bytes(p), b = WsM::split_bytes(p);
+    return a > b ? a : b;
+  }
+
   static cudaError_t run(FwdParams p, cudaStream_t stream) {
     if constexpr (kMaskTile) {
       if (p.block_map != nullptr && p.block_map_m == VM::Traits::kBlockM && p.block_map_n == VM::Traits::kBlockN)
@@ -277,6 +313,12 @@ cudaError_t Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::info(int num_stages
                                                                   KernelInfo* out) {
   if (num_stages < 0 || num_stages > Impl::kMaxStages) return cudaErrorInvalidValue;
   return Impl::info(num_stages, query_attributes, out);
+}
+
+template <typename Element, int kHeadDim, int kHeadDimV, Fa2Mma kMma>
+int64_t Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::workspace_bytes(FwdParams p) {
+  if (p.num_stages < 0 || p.num_stages > Impl::kMaxStages || !params_ok(p, kHeadDim, kHeadDimV)) return 0;
+  return Impl::workspace_bytes(p);
 }
 
 template <typename Element, int kHeadDim, int kHeadDimV, Fa2Mma kMma>

@@ -38,6 +38,9 @@ struct Fa2Launcher {
   struct Impl;
   static cudaError_t run(FwdParams params, cudaStream_t stream);
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out);
+  // Bytes of fp32 workspace run() takes in params.o_accum: the warp-specialised kernel's split tail
+  // (kernels/fa2_ws_split.cuh) where the call splits, else 0.
+  static int64_t workspace_bytes(FwdParams params);
 };
 
 // FP8 (e4m3) forward on Hopper (kernels/fa2_fwd_sm90_fp8.cuh, sm_90a builds): FA-2 style, V

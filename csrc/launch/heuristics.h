@@ -411,6 +411,31 @@ constexpr int kFa2TmaStoreMaxDim = 96;
 // 176-key tile has no room) within 1% everywhere: not taken.
 constexpr int kFa2TwoQSlotsMaxDim = 64;
 
+// FA-2 on Hopper, calls without causal masking or a mask: the warp-specialised walk's items are equal, so
+// T items on G SMs end on a last round of T mod G (B=1 H=32 N=8192 at D = 128: 2048 items, 15.5 rounds on
+// 132 SMs; ncu: SM active cycles 3.3% under elapsed). Where len_kv >= kFa2SplitTailMinKeys and T mod G > 0,
+// the walk's last G + T mod G items run as G equal shares of their key tiles (kernels/fa2_ws_split.cuh,
+// stream-K style; Fa2SplitPlan: from the walk's slot T - G - T mod G, G shares). One H100, bf16, TFLOPS
+// items / shares, two interleaved pairs each (session 44, scripts/dev/fa2_split_tail.sh): D = 64 / 128 / 256
+// B=1 H=32 N=8192 +3.5 / +2.1 / +3.9%, B=2 N=6144 +2.3 / +1.7 / +2.2%, B=4 H=32 N=4096 +1.9 / -0.2 / +2.3%,
+// B=1 H=16 N=16384 +4.2 / +3.2 / +3.8%; at 3072 keys and under +-1%, at B=64 N=256 -5% (a piece's extra
+// start, partial write and merge weigh against short items; docs/hopper_profile.md session 44).
+constexpr int kFa2SplitTailMinKeys = 4096;
+constexpr int kFa2SplitTailMaxTiles = 1 << 15;  // (a piece's key range is two tile indices in one word)
+constexpr int kFa2SplitTailMaxShares = 4096;    // (the kernel indexes its partials in ints)
+struct Fa2SplitPlan {
+  int64_t from = 0;  // the walk's first share slot
+  int shares = 0;    // 0: items throughout
+};
+inline Fa2SplitPlan fa2_split_tail(int64_t items, int sms, int len_kv, int block_n, bool causal, bool masked) {
+  if (causal || masked || sms <= 0 || sms > kFa2SplitTailMaxShares || block_n <= 0 || len_kv < kFa2SplitTailMinKeys)
+    return {};
+  const int64_t tiles = (static_cast<int64_t>(len_kv) + block_n - 1) / block_n;
+  const int64_t rounds = items / sms, rest = items % sms;
+  if (tiles < 2 || tiles >= kFa2SplitTailMaxTiles || rounds < 1 || rest == 0) return {};
+  return {(rounds - 1) * sms, sms};
+}
+
 // FFPA L1 on Hopper (launch/ffpa_fwd_ws_launch.cuh, up to Dv = 640): whether query blocks 2 q + 1, 2 q
 // run as a cluster pair whose K slices are loaded once for both (traits/ffpa_traits.h, kShareK). Causal
 // calls only: their blocks do not run in step (items of every length), and lone causal blocks spent

@@ -96,7 +96,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     err = launch::build_block_map(p, mb, mh, map_m, map_n, block_map.data_ptr<uint8_t>(), stream);
     TORCH_CHECK(err == cudaSuccess, "ffpa_fwd: mask block-map launch failed: ", cudaGetErrorString(err));
   }
-  at::Tensor workspace;     // FFPA L3's O accumulator (one slot per resident block)
+  at::Tensor workspace;     // FFPA L3's O accumulator (one slot per resident block); FA-2's split tail
   at::Tensor work_counter;  // FFPA L3's and the warp-specialised FA-2 kernel's work-item counter
   const int64_t bytes = kernel->workspace != nullptr ? kernel->workspace(p) : 0;
   TORCH_CHECK(bytes >= 0, "ffpa_fwd: no launch configuration for the L3 workspace");
@@ -104,7 +104,7 @@ std::tuple<at::Tensor, at::Tensor> ffpa_fwd_cuda(const at::Tensor& q, const at::
     const int64_t slot = static_cast<int64_t>(info.block_m) * Dv * static_cast<int64_t>(sizeof(float));
     workspace = at::empty({bytes / static_cast<int64_t>(sizeof(float))}, opts.dtype(at::kFloat));
     p.o_accum = workspace.data_ptr<float>();
-    p.o_accum_slots = static_cast<int>(bytes / slot);
+    p.o_accum_slots = static_cast<int>(bytes / slot);  // (L3's; FA-2 sizes its own use: launch/fa2_fwd_launch.cuh)
     work_counter = at::zeros({1}, opts.dtype(at::kInt));  // stream-ordered zero fill
     p.work_counter = work_counter.data_ptr<int>();
   } else if (info.work_counter) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ffpa/constants.h"
+#include "ffpa/kernels/fa2_split_plan.h"
 #include "generated/build_manifest.h"
 #include "generated/spec.h"
 #include "launch/ffpa_fwd.h"
@@ -236,6 +237,24 @@ bool decode_balanced_splits(bool varlen, int batch, int splits) {
 
 // Whether a decode call's blocks take their sequences longest first (launch/heuristics.h), for
 // explicit sizes, under the process-wide order setting.
+// The split tail's pieces, share by share, as the FA-2 kernel's producer walks them (tests/test_fa2_schedule.py).
+py::list fa2_split_pieces(int64_t items, int64_t from_slot, int shares, int tiles) {
+  using S = ffpa::attn::Fa2SplitSchedule;
+  py::list out;
+  if (shares <= 0 || tiles <= 0 || from_slot < 0 || items <= from_slot) return out;
+  if ((items - from_slot) * tiles > INT32_MAX) return out;  // (the kernel's launcher never splits so much)
+  const int w = S::tiles(items, from_slot, tiles);
+  for (int k = 0; k < shares; ++k) {
+    const int b = S::start(k + 1, w, shares);
+    for (int g = S::start(k, w, shares); g < b;) {
+      const S::Piece pc = S::piece(g, b, tiles);
+      out.append(py::make_tuple(k, pc.item, pc.jb, pc.je, S::cut_at(pc.item, tiles, w, shares)));
+      g = pc.item * tiles + pc.je;
+    }
+  }
+  return out;
+}
+
 bool decode_longest_first(bool varlen, int batch, int64_t blocks, int64_t slots) {
   return ffpa::launch::decode_longest_first(varlen, batch, blocks, slots, ffpa::launch::decode_order());
 }
@@ -301,6 +320,19 @@ PYBIND11_MODULE(_C, m) {
   m.def("fa2_ws_look_ahead", &ffpa::launch::fa2_ws_look_ahead, py::arg("head_dim"), py::arg("len_kv"),
         "Whether an FA-2 call without a mask runs the Hopper kernel that issues its next item's first S before "
         "the epilogue (csrc/launch/heuristics.h), for explicit sizes");
+  m.def(
+      "fa2_split_tail",
+      [](int64_t items, int sms, int len_kv, int block_n, bool causal, bool masked) {
+        const auto plan = ffpa::launch::fa2_split_tail(items, sms, len_kv, block_n, causal, masked);
+        return py::make_tuple(plan.from, plan.shares);
+      },
+      py::arg("items"), py::arg("sms"), py::arg("len_kv"), py::arg("block_n"), py::arg("causal"), py::arg("masked"),
+      "(first share slot, shares) of the warp-specialised FA-2 walk's split tail; shares 0: items throughout "
+      "(csrc/launch/heuristics.h), for explicit sizes");
+  m.def("fa2_split_pieces", &fa2_split_pieces, py::arg("items"), py::arg("from_slot"), py::arg("shares"),
+        py::arg("tiles"),
+        "The split tail's pieces per share as the kernel's producer walks them (kernels/fa2_ws_split.cuh): "
+        "[(share, item, first tile, end tile, the boundary that cuts the item or -1)]");
   m.def("fa2_tile_work", &ffpa::launch::fa2_tile_work, py::arg("len_q"), py::arg("len_kv"), py::arg("causal"),
         py::arg("causal_offset"), py::arg("block_m"), py::arg("block_n"),
         "An FA-2 call's work on block_m x block_n tiles, padding included (csrc/launch/heuristics.h)");

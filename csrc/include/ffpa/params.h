@@ -50,8 +50,9 @@ struct AttnParams {
 };
 
 struct FwdParams : AttnParams {
-  // FFPA L3 only: fp32 O-accumulator workspace, o_accum_slots slots of BlockM x Dv floats (one
-  // per resident block of the persistent grid; see launch::FfpaLauncher::workspace_bytes).
+  // FFPA L3: fp32 O-accumulator workspace, o_accum_slots slots of BlockM x Dv floats (one per
+  // resident block of the persistent grid; see launch::FfpaLauncher::workspace_bytes). The FA-2
+  // launcher's split tail: its partials and flags (launch::Fa2Launcher::workspace_bytes).
   float* o_accum;
   int o_accum_slots;
   // FFPA L3 and the warp-specialised FA-2 kernel (KernelInfo::work_counter): a zero-initialised
@@ -62,6 +63,13 @@ struct FwdParams : AttnParams {
   // (batch, head)s of its walk are single items, longest first across them, instead of pairs
   // (Fa2FwdWs::Walk; launch::fa2_causal_tail_bh); 0: pairs throughout.
   int causal_tail_bh;
+  // The warp-specialised FA-2 kernel without causal masking or a mask: split_shares > 0 turns the walk's
+  // slots [split_from, split_from + split_shares) into shares of equal length in key tiles of its last
+  // items (kernels/fa2_ws_split.cuh), whose cut items merge through split_partials (fp32) and
+  // split_flags (zeroed); 0: items throughout.
+  int split_from, split_shares;
+  float* split_partials;
+  int* split_flags;
   int num_stages;    // cp.async pipeline depth, 1..4 (0 = let the launcher choose)
 
   // The mask's block map [mask_batches][mask_heads][m_blocks][n_blocks] (uint8 BlockCode), for

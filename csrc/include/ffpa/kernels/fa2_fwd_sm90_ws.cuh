@@ -6,8 +6,10 @@
 // One block per SM (persistent) walks work items (64 query rows per consumer warpgroup of one
 // (batch, head)) in slots: blockIdx.x, then the next one a work counter hands out (Walk). A slot is
 // one item, or with causal masking the longest and the shortest query block left of one (batch,
-// head), so every slot weighs about the same. Items are numbered query block fastest, so the blocks resident
-// together share K/V of few heads in L2. The block is 3 warpgroups (4 at D <= 64):
+// head), so every slot weighs about the same; without causal masking or a mask, on long keys, the
+// walk's last round as equal shares of key tiles (fa2_ws_split.cuh: an item cut in two is merged by
+// its warps). Items are numbered query block fastest, so the blocks resident together share K/V of
+// few heads in L2. The block is 3 warpgroups (4 at D <= 64):
 //
 //   warpgroup 0, producer (24 registers): one warp walks the slots and announces each item to the
 //     consumers with its Q (write_item: a shared word that Q's full barrier releases); one lane issues TMA loads -- each
@@ -48,6 +50,7 @@
 #include "ffpa/attn/rows_out.cuh"
 #include "ffpa/kernels/fa2_common.cuh"
 #include "ffpa/kernels/fa2_ws_schedule.cuh"
+#include "ffpa/kernels/fa2_ws_split.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
 #include "ffpa/ptx/tma.cuh"
 #include "ffpa/ptx/warpgroup.cuh"
@@ -64,6 +67,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   using typename Items::Walk;
   using Items::item;
   using Items::walk_slots;
+  using Split = Fa2SplitTail;
   using Element = typename Traits::Element;
   using Num = Numeric<Element>;
   using QTile = typename Traits::QTile;
@@ -114,7 +118,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     uint32_t q, k, v, o;
     QRing ring_q;
     Ring ring_k, ring_v;
-    uint32_t item;  // a word per Q slot: the index (Walk::t()) of the item whose Q is in it, or -1: none left
+    uint32_t item;  // two words per Q slot: the item whose Q is in it (-1: none left) and its key range
   };
 
   static __device__ __forceinline__ Smem layout(char* smem_raw) {
@@ -152,37 +156,57 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       ptx::tma_prefetch_map(&maps.v);
       if constexpr (kTmaStore) ptx::tma_prefetch_map(&maps.o);
     }
-    const int group = p.heads_q / p.heads_kv;
     typename QRing::State sq;
     typename Ring::State st;
-    for (Walk wk; wk.valid(p, m_blocks); wk.advance(p, m_blocks), sq.advance()) {
-      const int t = wk.t(p, m_blocks);
-      const Item w = item(p, t, m_blocks);
-      const int head_kv = w.head / group;
-      int j = next_tile(w.codes, 0, w.n_end);
-      // The item's first K/V stage goes ahead of its Q: it loads while the previous item's last
-      // tiles run (its ring slot frees then), where a single Q slot frees only with that item's last S.
-      // One stage only: a ring filled with this item's tiles before Q would wait on consumers
-      // that wait on Q.
-      if (j < w.n_end) {
-        load_kv(maps, s, st, j, head_kv, w.batch, leader);
-        st.advance();
-        j = next_tile(w.codes, j + 1, w.n_end);
+    for (Walk wk; wk.valid(p, m_blocks); wk.advance(p, m_blocks)) {
+      const int k = wk.share(p);
+      if (k < 0) {
+        produce_unit(p, maps, s, m_blocks, wk.t(p, m_blocks), 0, sq, st, leader);
+        continue;
       }
-      s.ring_q.producer_acquire(sq);
-      if (leader) {
-        write_item(s, sq.stage, t);
-        s.ring_q.producer_expect(sq, Plan::kQBytes);
-        load<QTile>(s.q + sq.stage * Plan::kQBytes, &maps.q, s.ring_q.full(sq.stage), w.m0, w.head, w.batch);
+      // A share of the split tail: its pieces of items, in order (Fa2SplitTail)
+      const int n = (p.len_kv + kBlockN - 1) / kBlockN;
+      const int w = Split::tiles(static_cast<int64_t>(p.heads_q) * p.batch * m_blocks, p.split_from, n);
+      const int b = Split::start(k + 1, w, p.split_shares);
+      for (int g = Split::start(k, w, p.split_shares); g < b;) {
+        const Split::Piece pc = Split::piece(g, b, n);
+        produce_unit(p, maps, s, m_blocks, p.split_from + pc.item, Split::range(pc.jb, pc.je), sq, st, leader);
+        g = pc.item * n + pc.je;
       }
-      for (; j < w.n_end; j = next_tile(w.codes, j + 1, w.n_end), st.advance())
-        load_kv(maps, s, st, j, head_kv, w.batch, leader);
     }
     s.ring_q.producer_acquire(sq);  // no more items: -1 in the word, Q's slot full without bytes
     if (leader) {
-      write_item(s, sq.stage, -1);
+      write_item(s, sq.stage, -1, 0);
       ptx::mbarrier_arrive(s.ring_q.full(sq.stage));
     }
+  }
+
+  // One unit: item t's key tiles [0, its end) (range 0) or those range names (a split-tail piece).
+  static __device__ __forceinline__ void produce_unit(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& s,
+                                                      int m_blocks, int t, int range, typename QRing::State& sq,
+                                                      typename Ring::State& st, bool leader) {
+    const Item w = item(p, t, m_blocks);
+    const int n_end = range != 0 ? Split::range_end(range) : w.n_end;
+    const int head_kv = w.head / (p.heads_q / p.heads_kv);
+    int j = next_tile(w.codes, range != 0 ? Split::range_begin(range) : 0, n_end);
+    // The item's first K/V stage goes ahead of its Q: it loads while the previous item's last
+    // tiles run (its ring slot frees then), where a single Q slot frees only with that item's last S.
+    // One stage only: a ring filled with this item's tiles before Q would wait on consumers
+    // that wait on Q.
+    if (j < n_end) {
+      load_kv(maps, s, st, j, head_kv, w.batch, leader);
+      st.advance();
+      j = next_tile(w.codes, j + 1, n_end);
+    }
+    s.ring_q.producer_acquire(sq);
+    if (leader) {
+      write_item(s, sq.stage, t, range);
+      s.ring_q.producer_expect(sq, Plan::kQBytes);
+      load<QTile>(s.q + sq.stage * Plan::kQBytes, &maps.q, s.ring_q.full(sq.stage), w.m0, w.head, w.batch);
+    }
+    for (; j < n_end; j = next_tile(w.codes, j + 1, n_end), st.advance())
+      load_kv(maps, s, st, j, head_kv, w.batch, leader);
+    sq.advance();
   }
 
   // The item hand-off: the producer's leader lane writes the item's index once Q's slot is free (every
@@ -192,8 +216,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // finished this one, so the ping-pong's offset between them carries over item boundaries (before,
   // a named barrier of the producer warp and all consumers met at every item: the first consumer
   // waited there for the other's last P V and epilogue).
-  static __device__ __forceinline__ void write_item(const Smem& s, int slot, int t) {
-    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(s.item + 4 * slot), "r"(t) : "memory");
+  static __device__ __forceinline__ void write_item(const Smem& s, int slot, int t, int range) {
+    asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(s.item + 8 * slot), "r"(t), "r"(range) : "memory");
   }
 
   static __device__ __forceinline__ void load_kv(const Fa2TmaMaps& maps, const Smem& s, const typename Ring::State& st,
@@ -353,14 +377,18 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // The next item's index (-1: none left), after its Q has landed (write_item).
   static __device__ __forceinline__ int next_item(const Smem& sm, Reader& rd) {
     sm.ring_q.consumer_wait(rd.sq);  // the item's Q and its index (write_item)
-    // Lane 0 reads the index for its warp: the lane that later releases Q's slot (release_q), so the
-    // read is ordered before the producer's next write by that lane's own arrival. (Read by every
-    // lane, racecheck reported the other lanes' reads against the next write: it does not carry their
-    // order through the __syncwarp before lane 0's arrival; session 30, D = 320 / 384.)
-    int t = 0;
+    return slot_word(sm, rd, 0);
+  }
+  // Word w of the item hand-off in Q's current slot (0: the item, 1: its key range), read by lane 0 for
+  // its warp: the lane that later releases Q's slot (release_q), so the read is ordered before the
+  // producer's next write by that lane's own arrival. (Read by every lane, racecheck reported the other
+  // lanes' reads against the next write: it does not carry their order through the __syncwarp before
+  // lane 0's arrival; session 30, D = 320 / 384.) Valid until the slot's release.
+  static __device__ __forceinline__ int slot_word(const Smem& sm, const Reader& rd, int w) {
+    int v = 0;
     if (threadIdx.x % 32 == 0)
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(t) : "r"(sm.item + 4 * rd.sq.stage) : "memory");
-    return __shfl_sync(0xffffffffu, t, 0);
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(sm.item + 8 * rd.sq.stage + 4 * w) : "memory");
+    return __shfl_sync(0xffffffffu, v, 0);
   }
 
   // A negative scale is a positive one on -Q (row max of raw scores): this warpgroup's rows of Q flipped.
@@ -376,6 +404,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     rd.ahead = next_item(sm, rd);
     rd.issued = false;
     if (rd.ahead < 0) return false;
+    if (slot_word(sm, rd, 1) != 0) return true;  // a split-tail piece: tiles by construction
     const Item w = item(p, rd.ahead, m_blocks);
     return next_tile(w.codes, 0, w.n_end) < w.n_end;
   }
@@ -411,7 +440,10 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     const int t = kAhead && rd.ahead != kNoItem ? rd.ahead : next_item(sm, rd);
     const bool issued = kAhead && rd.issued;  // s holds the item's first S, done
     if (t < 0) return false;
-    const Item w = item(p, t, m_blocks);
+    Item w = item(p, t, m_blocks);
+    // A split-tail piece: tiles [range_begin, range_end) of its item (the word, read before Q's release)
+    const int range = slot_word(sm, rd, 1);
+    if (range != 0) w.n_end = Split::range_end(range);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;  // first query row of this warp's accumulators
     const uint32_t q_wg = q_rows(sm, rd, c);
@@ -424,7 +456,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 
     if (p.scale_log2 < 0.f && !issued) flip_q(q_wg, c);  // (issued: look_ahead flipped it)
 
-    int j = next_tile(w.codes, 0, w.n_end);
+    int j = next_tile(w.codes, range != 0 ? Split::range_begin(range) : 0, w.n_end);
     const bool any = j < w.n_end;
     uint32_t pf[kKStepsPV][4];
     if (any) {
@@ -467,6 +499,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       if (lane == 0) sm.ring_v.consumer_release(rd.sv);
       rd.sv.advance();
     }
+    // A piece of an item the split tail cut: each warp that finishes second merges the other piece's
+    // partial and stores the rows from registers; the first leaves its partial (Fa2SplitTail).
+    bool left = false;
+    const int cut = Split::item_cut<kBlockM, kBlockN>(p, w.batch, w.head, w.m0, w.n_end, m_blocks, left);
+    const bool piece = cut >= 0;
+    const bool store = !piece || Split::merge<kNO, kConsumers>(p, cut, left, c, warp, lane, o, row_max, row_sum);
     if constexpr (kAhead || kTmaStore) {
       // kAhead: O / l packed to b16 before the next item's first S is issued (ptxas injects a wait, C7517,
       // where registers a wgmma defined are read while another runs), stored while it runs.
@@ -476,13 +514,16 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       Out::pack(o, row_max, row_sum, po);
       if (kAhead && look_ahead(p, sm, m_blocks, rd)) {
         issue_first(p, sm, c, rd, s);
-        store_out(p, maps, sm, w, c, row0, g, t4, po);
+        if (!piece) store_out(p, maps, sm, w, c, row0, g, t4, po);
+        else if (store) Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(s);
-      } else {
+      } else if (!piece) {
         store_out(p, maps, sm, w, c, row0, g, t4, po);
+      } else if (store) {
+        Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
       }
-    } else {
+    } else if (store) {
       Out::store(p, w.batch, w.head, row0, g, t4, o, row_max, row_sum);
     }
     return true;

@@ -25,7 +25,7 @@ struct Fa2WsPlan {
   // launcher builds it only where two K/V stages still fit beside it: kFits)
   static constexpr int kOWgBytes = kTmaStore ? 64 * 128 * ((Traits::kHeadDimV + 63) / 64) : 0;
   static constexpr int kOBytes = Traits::kWarps / 4 * kOWgBytes;
-  // Q's ring (kQSlots slots), two rings of up to 4 stages, an item word per Q slot (16 bytes)
+  // Q's ring (kQSlots slots), two rings of up to 4 stages, two words per Q slot (its item and key range: 16 bytes)
   static_assert(kQSlots == 1 || kQSlots == 2, "one or two Q slots");
   static constexpr int kBarrierBytes = 2 * 8 * kQSlots + 2 * 2 * 4 * 8 + 16;
   static constexpr int bytes(int stages) {
@@ -84,7 +84,7 @@ struct Fa2WsItems {
   // consumers with its Q (Smem::item).
   static __host__ __device__ __forceinline__ int64_t walk_slots(const FwdParams& p, int m_blocks) {
     const int64_t bh = static_cast<int64_t>(p.heads_q) * p.batch;
-    if (!p.is_causal) return bh * m_blocks;
+    if (!p.is_causal) return p.split_shares > 0 ? static_cast<int64_t>(p.split_from) + p.split_shares : bh * m_blocks;
     return (bh - p.causal_tail_bh) * ((m_blocks + 1) / 2) + static_cast<int64_t>(p.causal_tail_bh) * m_blocks;
   }
   // Where the producer is in its walk: the slot and which of its pair. The rest derives from the
@@ -98,7 +98,12 @@ struct Fa2WsItems {
       return p.is_causal ? (bh - p.causal_tail_bh) * ((m_blocks + 1) / 2) : bh * m_blocks;
     }
     __device__ __forceinline__ bool valid(const FwdParams& p, int m_blocks) const {
+      if (p.split_shares > 0) return s < p.split_from + p.split_shares;  // (not causal: Fa2SplitTail)
       return s < paired(p, m_blocks) + (p.is_causal ? p.causal_tail_bh * m_blocks : 0);
+    }
+    // A share of the split tail (Fa2SplitTail) rather than an item: its index, else -1.
+    __device__ __forceinline__ int share(const FwdParams& p) const {
+      return p.split_shares > 0 && s >= p.split_from ? s - p.split_from : -1;
     }
     // The current item in item()'s numbering (query block fastest, last first).
     __device__ __forceinline__ int t(const FwdParams& p, int m_blocks) const {
