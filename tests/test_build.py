@@ -135,6 +135,10 @@ def test_fa2_kernel_info():
             # two Q slots (kFa2TwoQSlotsMaxDim) at D <= 64 on both tiles; one elsewhere; 0: no such kernel
             slots = (2 if d <= 64 else 1) if c["mma"] == "wgmma" else 0
             assert c["q_slots"] == slots and c["mask_q_slots"] == slots, c
+            # each consumer's own end (Fa2FwdWs kOwnEnd) on the tiles of more rows than keys or under 128 keys
+            own = lambda m, n: c["mma"] == "wgmma" and (m > n or n < 128)  # noqa: E731
+            assert c["own_end"] == own(c["block_m"], c["block_n"]), c
+            assert c["mask_own_end"] == own(c["mask_block_m"], c["mask_block_n"]), c
 
 
 def test_fa2_mma_setting_round_trips_and_rejects_unknown_modes():

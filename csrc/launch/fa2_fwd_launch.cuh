@@ -29,6 +29,7 @@ struct Fa2WsLaunch {
   using Traits = TraitsT;
   static constexpr bool kTmaStore = false;
   static constexpr int kQSlots = 0;
+  static constexpr bool kOwnEnd = false;
   static bool wanted(int) { return false; }
   static cudaError_t info(KernelInfo, bool, KernelInfo*) { return cudaErrorNotSupported; }
   static cudaError_t run(const FwdParams&, cudaStream_t) { return cudaErrorNotSupported; }
@@ -56,6 +57,7 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
   static inline bool opted_in[64] = {};
   static inline bool opted_in_ahead[64] = {};
   using Kernel = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore, kQSlots>;
+  static constexpr bool kOwnEnd = Kernel::kOwnEnd;  // each consumer's own end (the look-ahead twin's too)
   // The look-ahead variant (Fa2FwdWs kAhead: the next item's first S issued before this item's
   // epilogue) where launch/heuristics.h fa2_ws_look_ahead says; compiled only at the head dims it may run.
   static constexpr bool kAheadBuilt = kD <= kFa2LookAheadMaxDim;
@@ -97,6 +99,7 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
     k.smem_bytes = Plan::kSmemBytes;
     k.o_tma_store = kTmaStore;
     k.q_slots = kQSlots;
+    k.own_end = kOwnEnd;
     k.work_counter = true;
     if (query_attributes) {
       const cudaError_t err = query_kernel_attributes(kernel(), &k);
@@ -254,6 +257,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     if (Ws::wanted(num_stages)) {  // (kWsOnly: with the fallback's mask tile)
       k.mask_o_tma_store = WsM::kTmaStore;
       k.mask_q_slots = WsM::kQSlots;
+      k.mask_own_end = WsM::kOwnEnd;
       return Ws::info(k, query_attributes, out);
     }
     if (query_attributes) {

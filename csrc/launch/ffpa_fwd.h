@@ -72,6 +72,8 @@ struct KernelInfo {
   bool mask_o_tma_store = false;  // .. on the tile of attn_mask calls (and of short ones: fa2_narrow_tile)
   int q_slots = 0;                // .. its Q slots (the next item's Q loads into the other); 0: no such kernel
   int mask_q_slots = 0;           // .. on the tile of attn_mask calls
+  bool own_end = false;       // .. each consumer warpgroup computes only the key tiles its rows see (causal
+  bool mask_own_end = false;  //    diagonals, rows past len_q; Fa2FwdWs kOwnEnd); .. on the attn_mask calls' tile
   bool work_counter = false;  // run() balances its persistent grid on a zeroed params.work_counter
   bool fp8_vt_prepass = false;  // FP8: run() writes V^T into params.vt (the caller sizes it), else the kernel transposes V
   int registers = -1;       // per thread (cudaFuncGetAttributes); -1 if not queried

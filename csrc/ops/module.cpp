@@ -110,6 +110,8 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
     d["mask_o_tma_store"] = k.mask_o_tma_store;
     d["q_slots"] = k.q_slots;
     d["mask_q_slots"] = k.mask_q_slots;
+    d["own_end"] = k.own_end;
+    d["mask_own_end"] = k.mask_own_end;
   }
   if (query_attributes) {
     d["registers"] = k.registers;

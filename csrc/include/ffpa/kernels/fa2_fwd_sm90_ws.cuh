@@ -27,7 +27,9 @@
 //       wait S_j -> release K_j -> softmax of S_j in place, alpha_j   (while P_{j-1} V_{j-1} runs)
 //       wait P V -> release V_{j-1} -> O *= alpha_j -> P_j packed to b16 operand registers
 //
-//     so the softmax of one tile runs under the previous tile's P V on the tensor cores. With
+//     so the softmax of one tile runs under the previous tile's P V on the tensor cores. Where the
+//     tile gains by it (kOwnEnd), a consumer stops at the last key tile its own rows see (causal
+//     diagonals, rows past len_q) and only releases the item's later stages, with null turns. With
 //     kPingPong the consumer warpgroups also take turns issuing (named barriers 1.., round robin,
 //     one continuous rotation over all items): one's softmax runs under another's GEMMs. The
 //     epilogue stores O from registers, or (kTmaStore, launch/heuristics.h kFa2TmaStoreMaxDim) through
@@ -50,6 +52,7 @@
 #include "ffpa/attn/rows_out.cuh"
 #include "ffpa/kernels/fa2_common.cuh"
 #include "ffpa/kernels/fa2_ws_schedule.cuh"
+#include "ffpa/kernels/fa2_ws_producer.cuh"
 #include "ffpa/kernels/fa2_ws_split.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
 #include "ffpa/ptx/tma.cuh"
@@ -104,6 +107,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // that S on the tensor cores. Not past Dv = 320 (kInOrder: no room for S beside O). Which calls run
   // it is the launcher's (fa2_ws_look_ahead, launch/heuristics.h: D <= 96 on long enough keys).
   static constexpr bool kAhead = kAheadOn && !kInOrder;
+  // Each consumer warpgroup computes only the key tiles its own 64 rows see (own_end; the item's others it
+  // drains), on the tiles where that ends a consumer a key tile early on most causal diagonals: items of
+  // more rows than keys per tile (192 x 128 at D <= 64: the first two consumers) and key tiles under 128
+  // (D > 128). On 128 x 128 a consumer's rows always end in the item's last key tile, and on 128 x 176
+  // (D = 96) in two items of three; there the loop's other bound cost 0.5-1.2% (session 45, one H100).
+  static constexpr bool kOwnEnd = Traits::kBlockM > Traits::kBlockN || Traits::kBlockN < 128;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
   static constexpr int kConsumers = Plan::kConsumers;
@@ -137,101 +146,6 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 
   static __device__ __forceinline__ int next_tile(const uint8_t* codes, int j, int n_end) {
     return codes != nullptr ? skip_masked_tiles(codes, j, n_end) : j;
-  }
-
-  // ---- producer ----------------------------------------------------------------------------
-  template <typename TileT>
-  static __device__ __forceinline__ void load(uint32_t dst, const CUtensorMap* map, uint32_t bar, int row, int head,
-                                              int batch) {
-#pragma unroll
-    for (int c = 0; c < TileT::kChunks; ++c) ptx::tma_load_4d(dst + TileT::chunk(c), map, bar, 64 * c, row, head, batch);
-  }
-
-  static __device__ __forceinline__ void produce(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& s,
-                                                 int m_blocks) {
-    const bool leader = threadIdx.x == 0;  // the lane that arrives and issues; the warp walks and waits
-    if (leader) {
-      ptx::tma_prefetch_map(&maps.q);
-      ptx::tma_prefetch_map(&maps.k);
-      ptx::tma_prefetch_map(&maps.v);
-      if constexpr (kTmaStore) ptx::tma_prefetch_map(&maps.o);
-    }
-    typename QRing::State sq;
-    typename Ring::State st;
-    for (Walk wk; wk.valid(p, m_blocks); wk.advance(p, m_blocks)) {
-      const int k = wk.share(p);
-      if (k < 0) {
-        produce_unit(p, maps, s, m_blocks, wk.t(p, m_blocks), 0, sq, st, leader);
-        continue;
-      }
-      // A share of the split tail: its pieces of items, in order (Fa2SplitTail)
-      const int n = (p.len_kv + kBlockN - 1) / kBlockN;
-      const int w = Split::tiles(static_cast<int64_t>(p.heads_q) * p.batch * m_blocks, p.split_from, n);
-      const int b = Split::start(k + 1, w, p.split_shares);
-      for (int g = Split::start(k, w, p.split_shares); g < b;) {
-        const Split::Piece pc = Split::piece(g, b, n);
-        produce_unit(p, maps, s, m_blocks, p.split_from + pc.item, Split::range(pc.jb, pc.je), sq, st, leader);
-        g = pc.item * n + pc.je;
-      }
-    }
-    s.ring_q.producer_acquire(sq);  // no more items: -1 in the word, Q's slot full without bytes
-    if (leader) {
-      write_item(s, sq.stage, -1, 0);
-      ptx::mbarrier_arrive(s.ring_q.full(sq.stage));
-    }
-  }
-
-  // One unit: item t's key tiles [0, its end) (range 0) or those range names (a split-tail piece).
-  static __device__ __forceinline__ void produce_unit(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& s,
-                                                      int m_blocks, int t, int range, typename QRing::State& sq,
-                                                      typename Ring::State& st, bool leader) {
-    const Item w = item(p, t, m_blocks);
-    const int n_end = range != 0 ? Split::range_end(range) : w.n_end;
-    const int head_kv = w.head / (p.heads_q / p.heads_kv);
-    int j = next_tile(w.codes, range != 0 ? Split::range_begin(range) : 0, n_end);
-    // The item's first K/V stage goes ahead of its Q: it loads while the previous item's last
-    // tiles run (its ring slot frees then), where a single Q slot frees only with that item's last S.
-    // One stage only: a ring filled with this item's tiles before Q would wait on consumers
-    // that wait on Q.
-    if (j < n_end) {
-      load_kv(maps, s, st, j, head_kv, w.batch, leader);
-      st.advance();
-      j = next_tile(w.codes, j + 1, n_end);
-    }
-    s.ring_q.producer_acquire(sq);
-    if (leader) {
-      write_item(s, sq.stage, t, range);
-      s.ring_q.producer_expect(sq, Plan::kQBytes);
-      load<QTile>(s.q + sq.stage * Plan::kQBytes, &maps.q, s.ring_q.full(sq.stage), w.m0, w.head, w.batch);
-    }
-    for (; j < n_end; j = next_tile(w.codes, j + 1, n_end), st.advance())
-      load_kv(maps, s, st, j, head_kv, w.batch, leader);
-    sq.advance();
-  }
-
-  // The item hand-off: the producer's leader lane writes the item's index once Q's slot is free (every
-  // consumer has read the previous index: they read it before they release the slot), then arrives on
-  // Q's full barrier (a release); a consumer waits on that barrier (an acquire) for the item's Q and
-  // reads the index after it. No barrier across the consumers: each starts its next item when it has
-  // finished this one, so the ping-pong's offset between them carries over item boundaries (before,
-  // a named barrier of the producer warp and all consumers met at every item: the first consumer
-  // waited there for the other's last P V and epilogue).
-  static __device__ __forceinline__ void write_item(const Smem& s, int slot, int t, int range) {
-    asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(s.item + 8 * slot), "r"(t), "r"(range) : "memory");
-  }
-
-  static __device__ __forceinline__ void load_kv(const Fa2TmaMaps& maps, const Smem& s, const typename Ring::State& st,
-                                                 int j, int head_kv, int batch, bool leader) {
-    s.ring_k.producer_acquire(st);
-    if (leader) {
-      s.ring_k.producer_expect(st, Plan::kKBytes);
-      load<KTile>(s.k + st.stage * Plan::kKBytes, &maps.k, s.ring_k.full(st.stage), j * kBlockN, head_kv, batch);
-    }
-    s.ring_v.producer_acquire(st);
-    if (leader) {
-      s.ring_v.producer_expect(st, Plan::kVBytes);
-      load<VTile>(s.v + st.stage * Plan::kVBytes, &maps.v, s.ring_v.full(st.stage), j * kBlockN, head_kv, batch);
-    }
   }
 
   // ---- consumers ---------------------------------------------------------------------------
@@ -391,6 +305,32 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     return __shfl_sync(0xffffffffu, v, 0);
   }
 
+  // The key tiles [0, own_end) of an item that consumer c's 64 rows see: with causal masking its last row's
+  // limit, none for rows past len_q (the last query block's padding). The item's tiles past it (a
+  // 192-row item's first consumers end up to a 128-key tile early on the diagonal) are drained.
+  static __device__ __forceinline__ int own_end(const FwdParams& p, const Item& w, int c) {
+    const int m0 = w.m0 + 64 * c, rows = min(64, p.len_q - m0);
+    return rows <= 0 ? 0 : min(w.n_end, block_kv_tiles<kBlockN>(p, m0, rows));
+  }
+  // Key tiles [j, n_end) of the item that this warpgroup does not compute: each one's K and V stages
+  // waited for (a release counts in the phase it was filled for) and released, and a null ping-pong turn,
+  // so the other consumers' rotation and the rings go on as if it had.
+  static __device__ __forceinline__ void drain(const Smem& sm, Reader& rd, int c, int lane, const uint8_t* codes,
+                                               int j, int n_end) {
+    for (; j < n_end; j = next_tile(codes, j + 1, n_end)) {
+      sm.ring_k.consumer_wait(rd.sk);
+      sm.ring_v.consumer_wait(rd.sv);
+      turn_wait(c);
+      turn_pass(c);
+      if (lane == 0) {
+        sm.ring_k.consumer_release(rd.sk);
+        sm.ring_v.consumer_release(rd.sv);
+      }
+      rd.sk.advance();
+      rd.sv.advance();
+    }
+  }
+
   // A negative scale is a positive one on -Q (row max of raw scores): this warpgroup's rows of Q flipped.
   static __device__ __forceinline__ void flip_q(uint32_t q_wg, int c) {
     QTile::xor_rows64(q_wg, 0x80008000u, threadIdx.x % 128);
@@ -400,13 +340,14 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 
   // kAhead, after this item's last P V: the next item's index; true where it has a key tile, whose
   // first S the caller issues (issue_first) under this item's epilogue.
-  static __device__ __forceinline__ bool look_ahead(const FwdParams& p, const Smem& sm, int m_blocks, Reader& rd) {
+  static __device__ __forceinline__ bool look_ahead(const FwdParams& p, const Smem& sm, int m_blocks, int c, Reader& rd) {
     rd.ahead = next_item(sm, rd);
     rd.issued = false;
     if (rd.ahead < 0) return false;
     if (slot_word(sm, rd, 1) != 0) return true;  // a split-tail piece: tiles by construction
     const Item w = item(p, rd.ahead, m_blocks);
-    return next_tile(w.codes, 0, w.n_end) < w.n_end;
+    const int e = kOwnEnd ? own_end(p, w, c) : w.n_end;  // this warpgroup's tiles (consume's)
+    return next_tile(w.codes, 0, e) < e;
   }
   // An item's first S = Q K^T on this warpgroup's turn, once its first K tile has landed.
   static __device__ __forceinline__ void issue_s0(const Smem& sm, int c, const Reader& rd, uint32_t q_wg,
@@ -444,6 +385,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     // A split-tail piece: tiles [range_begin, range_end) of its item (the word, read before Q's release)
     const int range = slot_word(sm, rd, 1);
     if (range != 0) w.n_end = Split::range_end(range);
+    const bool whole = kOwnEnd && range == 0;  // this warpgroup computes tiles [.., own_end); a piece's all
+    if (whole) w.n_end = own_end(p, w, c);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;  // first query row of this warp's accumulators
     const uint32_t q_wg = q_rows(sm, rd, c);
@@ -499,6 +442,11 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       if (lane == 0) sm.ring_v.consumer_release(rd.sv);
       rd.sv.advance();
     }
+    if (whole) {  // the item's tiles past own_end (the item's end recomputed here)
+      const int n_item = block_kv_tiles<kBlockN>(p, w.m0, min(kBlockM, p.len_q - w.m0));
+      drain(sm, rd, c, lane, w.codes, next_tile(w.codes, w.n_end, n_item), n_item);
+      w.n_end = n_item;
+    }
     // A piece of an item the split tail cut: each warp that finishes second merges the other piece's
     // partial and stores the rows from registers; the first leaves its partial (Fa2SplitTail).
     bool left = false;
@@ -512,7 +460,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       // whose in-flight state differs between the paths that meet (C7517 / C7515).
       typename Out::Packed po;
       Out::pack(o, row_max, row_sum, po);
-      if (kAhead && look_ahead(p, sm, m_blocks, rd)) {
+      if (kAhead && look_ahead(p, sm, m_blocks, c, rd)) {
         issue_first(p, sm, c, rd, s);
         if (!piece) store_out(p, maps, sm, w, c, row0, g, t4, po);
         else if (store) Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
@@ -568,11 +516,14 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
       ptx::setmaxnreg_dec<kProducerRegs>();
-      if (threadIdx.x < 32) produce(p, maps, sm, m_blocks);
+      if (threadIdx.x < 32) Fa2WsProducer<Fa2FwdWs>::produce(p, maps, sm, m_blocks);
       return;
     }
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    const int c = wg - 1;
+    // The consumer index through a shuffle from lane 0: ptxas then knows it warp-uniform, and so the
+    // per-consumer loop bounds (own_end) and what derives from them stay in uniform registers (from
+    // threadIdx.x directly, the D = 64 three-consumer kernel spilled 236 bytes).
+    const int c = __shfl_sync(0xffffffffu, wg, 0) - 1;
     if (kPingPong && c == kConsumers - 1) ptx::named_barrier_arrive(1, kTurnThreads);  // consumer 0 goes first
     Reader rd;
     float s[kNS][4];  // S of the current key tile; kAhead: the next item's first, issued before the epilogue
