@@ -24,7 +24,7 @@ namespace ffpa::launch {
 
 // The warp-specialised TMA kernel's side of the wgmma launcher (kOn: the wgmma launcher of an
 // sm_90a build); off, it is never wanted.
-template <typename Element, typename TraitsT, bool kOn>
+template <typename Element, typename TraitsT, bool kOn, bool kSplitOn = false>
 struct Fa2WsLaunch {
   using Traits = TraitsT;
   static constexpr bool kTmaStore = false;
@@ -37,8 +37,8 @@ struct Fa2WsLaunch {
 };
 
 #if FFPA_HAS_SM90A
-template <typename Element, typename TraitsT>
-struct Fa2WsLaunch<Element, TraitsT, true> {
+template <typename Element, typename TraitsT, bool kSplitOn>
+struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
   using Traits = TraitsT;
   static constexpr int kD = Traits::kHeadDim > Traits::kHeadDimV ? Traits::kHeadDim : Traits::kHeadDimV;
   // O out through shared memory by TMA (Fa2FwdWs kTmaStore) at D <= kFa2TmaStoreMaxDim (launch/heuristics.h),
@@ -54,18 +54,26 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
   // Ping-pong turns between the consumer warpgroups: +0.5..1.5% at D = 64..256 (H200, one run;
   // docs/hopper_profile.md).
   static constexpr bool kPingPong = true;
-  static inline bool opted_in[64] = {};
-  static inline bool opted_in_ahead[64] = {};
+  static inline bool opted_in[2][2][64] = {};  // [split twin][look-ahead twin][device]
   using Kernel = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore, kQSlots>;
   static constexpr bool kOwnEnd = Kernel::kOwnEnd;  // each consumer's own end (the look-ahead twin's too)
   // The look-ahead variant (Fa2FwdWs kAhead: the next item's first S issued before this item's
   // epilogue) where launch/heuristics.h fa2_ws_look_ahead says; compiled only at the head dims it may run.
   static constexpr bool kAheadBuilt = kD <= kFa2LookAheadMaxDim;
-  static attn::Fa2KernelWs kernel(bool ahead = false) {
+  // The split tail's twin (Fa2FwdWs kSplit) runs the calls that split; compiled on the table's tile only
+  // (kSplitOn: the masked tile's calls are masked or short, launch/heuristics.h fa2_narrow_tile).
+  template <bool kSplit>
+  static attn::Fa2KernelWs kernel_of(bool ahead) {
     if constexpr (kAheadBuilt) {
-      if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true, kTmaStore, kQSlots>;
+      if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true, kTmaStore, kQSlots, kSplit>;
     }
-    return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots>;
+    return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots, kSplit>;
+  }
+  static attn::Fa2KernelWs kernel(bool ahead = false, bool split = false) {
+    if constexpr (kSplitOn) {
+      if (split) return kernel_of<true>(ahead);
+    }
+    return kernel_of<false>(ahead);
   }
 
   // Auto depth only: an explicit num_stages pins the cp.async kernel's ring.
@@ -76,6 +84,7 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
   using Split = attn::Fa2SplitTail;
   static_assert(Split::kMaxTiles == kFa2SplitTailMaxTiles, "the split tail's range word and its rule agree");
   static Fa2SplitPlan split_plan(const FwdParams& p) {
+    if constexpr (!kSplitOn) return Fa2SplitPlan{};
     const int64_t items = static_cast<int64_t>((p.len_q + Traits::kBlockM - 1) / Traits::kBlockM) * p.heads_q * p.batch;
     return fa2_split_tail(items, num_sms(), p.len_kv, Traits::kBlockN, p.is_causal,
                           p.block_map != nullptr || p.mask != nullptr);
@@ -138,8 +147,11 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
     const int smem = Plan::kSmemBytes;
     if (smem > max_smem_optin()) return cudaErrorNotSupported;
     const bool ahead = kAheadBuilt && p.block_map == nullptr && p.mask == nullptr && fa2_ws_look_ahead(kD, p.len_kv);
-    const auto fn = kernel(ahead);
-    const cudaError_t err = opt_in_smem(fn, smem, ahead ? opted_in_ahead : opted_in);
+    // The split tail (launch/heuristics.h fa2_split_tail) where the op gave its workspace (split_bytes).
+    const Fa2SplitPlan split = split_plan(p);
+    const bool splits = split.shares > 0 && p.work_counter != nullptr && p.o_accum != nullptr;
+    const auto fn = kernel(ahead, splits);
+    const cudaError_t err = opt_in_smem(fn, smem, opted_in[splits ? 1 : 0][ahead ? 1 : 0]);
     if (err != cudaSuccess) return err;
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
     if (static_cast<int64_t>(m_blocks) * p.heads_q * p.batch > INT32_MAX) return cudaErrorNotSupported;
@@ -151,10 +163,8 @@ struct Fa2WsLaunch<Element, TraitsT, true> {
     p.causal_tail_bh = 0;
     if (p.is_causal && p.work_counter != nullptr)
       p.causal_tail_bh = fa2_causal_tail_bh(static_cast<int64_t>(p.heads_q) * p.batch, m_blocks, num_sms());
-    // The split tail (launch/heuristics.h fa2_split_tail) where the op gave its workspace (split_bytes).
     p.split_shares = 0;
-    const Fa2SplitPlan split = split_plan(p);
-    if (split.shares > 0 && p.work_counter != nullptr && p.o_accum != nullptr) {
+    if (splits) {
       p.split_from = static_cast<int>(split.from);
       p.split_shares = split.shares;
       p.split_partials = p.o_accum;
@@ -217,7 +227,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
   static constexpr bool kWsOn = kWgmma;
   using Ws = Fa2WsLaunch<
       Element, std::conditional_t<kWsOn, Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaTileFor<kD>>, typename V::Traits>,
-      kWsOn>;
+      kWsOn, true>;
   // Calls with attn_mask: the same two kernels on a tile aligned to mask blocks where the table's
   // is not (fa2_tile_sm90_masked, 128 query rows by a power-of-two key tile). Picked by the block
   // map's tile. Past 256 (kWsOnly) the warp-specialised kernel on 32-key tiles, its fallback the
@@ -268,11 +278,10 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     return cudaSuccess;
   }
 
-  // Either warp-specialised tile may run a call without a mask (fa2_narrow_tile): the larger need.
+  // The table's tile splits (its split twin); the masked one never does (split_plan: none).
   static int64_t workspace_bytes(const FwdParams& p) {
     if (!Ws::wanted(p.num_stages)) return 0;
-    const int64_t a = Ws::split_bytes(p), b = WsM::split_bytes(p);
-    return a > b ? a : b;
+    return Ws::split_bytes(p);
   }
 
   static cudaError_t run(FwdParams p, cudaStream_t stream) {

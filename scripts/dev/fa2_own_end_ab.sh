@@ -4,7 +4,8 @@
 # (fa2_own_end_ab.patch: FFPA_DEV_WS=1 picks the kernel without it; =2 turns the split tail off, for that
 # A/B on the check's host). First the FA-2 GPU tests of the kernels with the change (causal, odd lengths,
 # masks, look-ahead, split) and racecheck / synccheck of sanitize_one.py's FA-2 part. Builds FA-2 bf16 at
-# D = 64 / 96 / 128 / 256 (sm_90a). Reverts the patch. Writes to $OUT.
+# D = 64 / 96 / 128 / 256 (sm_90a). Reverts the patch. Writes to $OUT. (The patch applies to 1378879, the code
+# of its A/B; the split twin (Fa2FwdWs kSplit) came after.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"

@@ -63,7 +63,8 @@
 
 namespace ffpa::attn {
 
-template <typename Traits, bool kPingPong, bool kAheadOn = false, bool kTmaStore = false, int kQSlots = 1>
+template <typename Traits, bool kPingPong, bool kAheadOn = false, bool kTmaStore = false, int kQSlots = 1,
+          bool kSplit = false>
 struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   using Items = Fa2WsItems<Traits::kBlockM, Traits::kBlockN>;
   using typename Items::Item;
@@ -113,6 +114,10 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // (D > 128). On 128 x 128 a consumer's rows always end in the item's last key tile, and on 128 x 176
   // (D = 96) in two items of three; there the loop's other bound cost 0.5-1.2% (session 45, one H100).
   static constexpr bool kOwnEnd = Traits::kBlockM > Traits::kBlockN || Traits::kBlockN < 128;
+  // The split tail's code (fa2_ws_split.cuh: pieces of items, the range word, the merge) only in the twin
+  // the launcher runs the calls that split with: in every kernel, its per-item reads and branches cost the
+  // short sequences 4-7% (session 45's checks, D = 64 N = 197 / 256).
+  static constexpr bool kSplitTail = kSplit;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
   static constexpr int kConsumers = Plan::kConsumers;
@@ -344,7 +349,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     rd.ahead = next_item(sm, rd);
     rd.issued = false;
     if (rd.ahead < 0) return false;
-    if (slot_word(sm, rd, 1) != 0) return true;  // a split-tail piece: tiles by construction
+    if (kSplit && slot_word(sm, rd, 1) != 0) return true;  // a split-tail piece: tiles by construction
     const Item w = item(p, rd.ahead, m_blocks);
     const int e = kOwnEnd ? own_end(p, w, c) : w.n_end;  // this warpgroup's tiles (consume's)
     return next_tile(w.codes, 0, e) < e;
@@ -383,7 +388,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     if (t < 0) return false;
     Item w = item(p, t, m_blocks);
     // A split-tail piece: tiles [range_begin, range_end) of its item (the word, read before Q's release)
-    const int range = slot_word(sm, rd, 1);
+    // (read in the look-ahead kernels too: without it ptxas spilled 64 bytes in D = 64's; they run long keys)
+    const int range = kSplit || kAhead ? slot_word(sm, rd, 1) : 0;
     if (range != 0) w.n_end = Split::range_end(range);
     const bool whole = kOwnEnd && range == 0;  // this warpgroup computes tiles [.., own_end); a piece's all
     if (whole) w.n_end = own_end(p, w, c);
@@ -450,7 +456,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     // A piece of an item the split tail cut: each warp that finishes second merges the other piece's
     // partial and stores the rows from registers; the first leaves its partial (Fa2SplitTail).
     bool left = false;
-    const int cut = Split::item_cut<kBlockM, kBlockN>(p, w.batch, w.head, w.m0, w.n_end, m_blocks, left);
+    const int cut = kSplit ? Split::item_cut<kBlockM, kBlockN>(p, w.batch, w.head, w.m0, w.n_end, m_blocks, left) : -1;
     const bool piece = cut >= 0;
     const bool store = !piece || Split::merge<kNO, kConsumers>(p, cut, left, c, warp, lane, o, row_max, row_sum);
     if constexpr (kAhead || kTmaStore) {
@@ -536,12 +542,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 
 using Fa2KernelWs = void (*)(FwdParams, Fa2TmaMaps);
 
-template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false, int kQSlots = 1>
+template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false, int kQSlots = 1, bool kSplit = false>
 __global__ void __launch_bounds__(Fa2WsPlan<Traits, kTmaStore, kQSlots>::kThreads, 1)
     fa2_fwd_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fa2TmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];
-  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore, kQSlots>::run(p, maps, smem);
+  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore, kQSlots, kSplit>::run(p, maps, smem);
 #elif defined(__CUDA_ARCH__)
   __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)
 #endif

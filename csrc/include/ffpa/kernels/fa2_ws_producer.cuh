@@ -52,7 +52,7 @@ struct Fa2WsProducer {
     typename QRing::State sq;
     typename Ring::State st;
     for (Walk wk; wk.valid(p, m_blocks); wk.advance(p, m_blocks)) {
-      const int k = wk.share(p);
+      const int k = K::kSplitTail ? wk.share(p) : -1;
       if (k < 0) {
         produce_unit(p, maps, s, m_blocks, wk.t(p, m_blocks), 0, sq, st, leader);
         continue;
