@@ -237,8 +237,6 @@ bool decode_balanced_splits(bool varlen, int batch, int splits) {
   return ffpa::launch::decode_balanced_splits(varlen, batch, splits, ffpa::launch::decode_order());
 }
 
-// Whether a decode call's blocks take their sequences longest first (launch/heuristics.h), for
-// explicit sizes, under the process-wide order setting.
 // The split tail's pieces, share by share, as the FA-2 kernel's producer walks them (tests/test_fa2_schedule.py).
 py::list fa2_split_pieces(int64_t items, int64_t from_slot, int shares, int tiles) {
   using S = ffpa::attn::Fa2SplitSchedule;
@@ -257,6 +255,8 @@ py::list fa2_split_pieces(int64_t items, int64_t from_slot, int shares, int tile
   return out;
 }
 
+// Whether a decode call's blocks take their sequences longest first (launch/heuristics.h), for
+// explicit sizes, under the process-wide order setting.
 bool decode_longest_first(bool varlen, int batch, int64_t blocks, int64_t slots) {
   return ffpa::launch::decode_longest_first(varlen, batch, blocks, slots, ffpa::launch::decode_order());
 }
