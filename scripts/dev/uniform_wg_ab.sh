@@ -27,13 +27,13 @@ for side in as_is patched; do
   rm -rf build
   python3 -m pip install --no-build-isolation --no-deps . > "$OUT/build_$side.log" 2>&1 || { tail -30 "$OUT/build_$side.log"; exit 1; }
   echo "== $side: build $(( $(date +%s) - t0 )) s"
+  bench_side $side
   if [ $side = patched ]; then
-    (cd tests && timeout ${TEST_S:-200} python3 -m pytest -q -p no:cacheprovider -x test_decode_gpu.py test_fp8_gpu.py \
+    (cd tests && timeout ${TEST_S:-200} python3 -m pytest -q -p no:cacheprovider -x test_decode_gpu.py test_decode_hopper_gpu.py test_ffpa_gpu.py test_fp8_gpu.py \
       -k "${TEST_K:-mla or 576 or 512 or 128}" > "$OUT/pytest.log" 2>&1; echo "tests: $(tail -1 "$OUT/pytest.log")")
     for tool in racecheck synccheck; do
       timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 python3 scripts/sanitize_one.py decode,ffpa,fp8 > "$OUT/$tool.log" 2>&1
       echo "$tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)"
     done
   fi
-  bench_side $side
 done
