@@ -397,7 +397,7 @@ struct DecodeMla {
       return;
     }
     ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
-    consume(p, w, sm, wg - 1);
+    consume(p, w, sm, __shfl_sync(0xffffffffu, wg, 0) - 1);  // (warp-uniform to ptxas: fa2_fwd_sm90_ws.cuh run())
   }
 };
 

@@ -362,7 +362,7 @@ struct Fa2FwdFp8 {
       return;
     }
     ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
-    const int c = wg - 1;
+    const int c = __shfl_sync(0xffffffffu, wg, 0) - 1;  // (warp-uniform to ptxas: fa2_fwd_sm90_ws.cuh run())
     consume(p, sm, w, c);
   }
 };

@@ -592,9 +592,10 @@ struct FfpaWsPipeline {
       return;
     }
     ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
-    if constexpr (kOneCopy)  // one copy of the consumer code
-      consume<Traits::kCols0, Traits::kColsS>(p, sm, w, wg - 1, (wg - 1) * Traits::kCols0);
-    else if (wg == 1)
+    if constexpr (kOneCopy) {  // one copy of the consumer code; c warp-uniform to ptxas (fa2_fwd_sm90_ws.cuh run())
+      const int c = __shfl_sync(0xffffffffu, wg, 0) - 1;
+      consume<Traits::kCols0, Traits::kColsS>(p, sm, w, c, c * Traits::kCols0);
+    } else if (wg == 1)
       consume<Traits::kCols0, Traits::kColsS0>(p, sm, w, 0, 0);
     else
       consume<Traits::kCols1, Traits::kColsS1>(p, sm, w, 1, Traits::kCols0);
