@@ -57,6 +57,9 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
   static inline bool opted_in[2][2][64] = {};  // [split twin][look-ahead twin][device]
   using Kernel = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore, kQSlots>;
   static constexpr bool kOwnEnd = Kernel::kOwnEnd;  // each consumer's own end (the look-ahead twin's too)
+  // O out by TMA through the item's last K stage (Fa2FwdWs kOInK: D = 97..128's deferred-wait kernel; not the
+  // split twin, which stores from registers).
+  static constexpr bool kOInK = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore, kQSlots, false, true>::kOInK;
   // The look-ahead variant (Fa2FwdWs kAhead: the next item's first S issued before this item's
   // epilogue) where launch/heuristics.h fa2_ws_look_ahead says; compiled only at the head dims it may run.
   static constexpr bool kAheadBuilt = kD <= kFa2LookAheadMaxDim;
@@ -67,7 +70,7 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
     if constexpr (kAheadBuilt) {
       if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true, kTmaStore, kQSlots, kSplit>;
     }
-    return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots, kSplit>;
+    return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots, kSplit, !kSplit && kOInK>;
   }
   static attn::Fa2KernelWs kernel(bool ahead = false, bool split = false) {
     if constexpr (kSplitOn) {
@@ -106,7 +109,7 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
     k.producer_warps = 4;
     k.num_stages = Plan::kStages;
     k.smem_bytes = Plan::kSmemBytes;
-    k.o_tma_store = kTmaStore;
+    k.o_tma_store = kTmaStore || kOInK;
     k.q_slots = kQSlots;
     k.own_end = kOwnEnd;
     k.work_counter = true;
@@ -141,7 +144,7 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
     alignas(64) attn::Fa2TmaMaps maps;
     if (encode_maps(p, &maps) != cudaSuccess) return cudaErrorNotSupported;
     // (the op's outputs are contiguous, so TMA takes O wherever it takes Q; the check stays for other callers)
-    if (kTmaStore && encode(&maps.o, p.o, Traits::kHeadDimV, p.len_q, p.heads_q, p.batch, p.o_row_stride,
+    if ((kTmaStore || kOInK) && encode(&maps.o, p.o, Traits::kHeadDimV, p.len_q, p.heads_q, p.batch, p.o_row_stride,
                             p.o_head_stride, p.o_batch_stride, 64) != cudaSuccess)
       return cudaErrorNotSupported;
     const int smem = Plan::kSmemBytes;
@@ -265,7 +268,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
     k.num_stages = V::pick_stages(num_stages);
     k.smem_bytes = Traits::smem_bytes(k.num_stages);
     if (Ws::wanted(num_stages)) {  // (kWsOnly: with the fallback's mask tile)
-      k.mask_o_tma_store = WsM::kTmaStore;
+      k.mask_o_tma_store = WsM::kTmaStore || WsM::kOInK;
       k.mask_q_slots = WsM::kQSlots;
       k.mask_own_end = WsM::kOwnEnd;
       return Ws::info(k, query_attributes, out);

@@ -64,7 +64,7 @@
 namespace ffpa::attn {
 
 template <typename Traits, bool kPingPong, bool kAheadOn = false, bool kTmaStore = false, int kQSlots = 1,
-          bool kSplit = false>
+          bool kSplit = false, bool kOInKOn = false>
 struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   using Items = Fa2WsItems<Traits::kBlockM, Traits::kBlockN>;
   using typename Items::Item;
@@ -118,6 +118,15 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // the launcher runs the calls that split with: in every kernel, its per-item reads and branches cost the
   // short sequences 4-7% (session 45's checks, D = 64 N = 197 / 256).
   static constexpr bool kSplitTail = kSplit;
+  // O out by TMA through the item's last K stage (store_in_k): once every consumer's last S of the item is
+  // done (kread[stage], one arrival per consumer warp) that K tile is dead, so each consumer stages its 64
+  // rows of O in its half (stmatrix, 128-byte swizzle) and stores them by TMA; the stage goes back to the
+  // producer once the store has read it (release_held, at the next item). No buffer of its own, so no K/V
+  // stage is given up for it (kTmaStore's buffer costs D = 128 its third). The deferred-wait kernel only
+  // (two consumers, D = 97..128, every consumer through every tile of an item), not the split twin.
+  static constexpr int kOInKBytes = 64 * 128 * ((Traits::kHeadDimV + 63) / 64);  // one consumer's O
+  static constexpr bool kOInK = kOInKOn && kDefer && !kSplit && !kAhead && !kTmaStore && !kOwnEnd && !kInOrder &&
+                                Plan::kConsumers * kOInKBytes <= Plan::kKBytes;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
   static constexpr int kConsumers = Plan::kConsumers;
@@ -132,8 +141,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     uint32_t q, k, v, o;
     QRing ring_q;
     Ring ring_k, ring_v;
-    uint32_t item;  // two words per Q slot: the item whose Q is in it (-1: none left) and its key range
+    uint32_t item;   // two words per Q slot: the item whose Q is in it (-1: none left) and its key range
+    uint32_t kread;  // kOInK: kStages mbarriers, stage s's K tile read by every consumer's last S of an item
   };
+  static_assert(!kOInK || QRing::kBarrierBytes + 2 * Ring::kBarrierBytes + 8 * kQSlots + 8 * Plan::kStages <=
+                              Plan::kBarrierBytes,
+                "kread's barriers fit the plan's barrier bytes");
 
   static __device__ __forceinline__ Smem layout(char* smem_raw) {
     const uint32_t raw = ptx::smem_u32addr(smem_raw);
@@ -146,6 +159,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     s.ring_k = Ring{s.ring_q.bars + QRing::kBarrierBytes};
     s.ring_v = Ring{s.ring_k.bars + Ring::kBarrierBytes};
     s.item = s.ring_v.bars + Ring::kBarrierBytes;
+    s.kread = s.item + 8 * kQSlots;
     return s;
   }
 
@@ -268,8 +282,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     turn_pass(c);
     ptx::wgmma_wait_group<kInOrder ? 0 : 1>();
     ptx::wgmma_fence_operand(s);
-    if (lane == 0) sm.ring_k.consumer_release(rd.sk);
-    rd.sk.advance();
+    release_k(sm, rd, lane, jn >= w.n_end);
     // The item's last S is done: Q's slot may take the next item's Q while this softmax, the last
     // P V and the epilogue run.
     if (jn >= w.n_end) release_q(sm, rd, lane);
@@ -280,12 +293,37 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   struct Reader {
     typename QRing::State sq;
     typename Ring::State sk, sv;
+    // kOInK: the K stage this warpgroup holds for its O store (-1: none), and kread's phase parities.
+    int held = -1;
+    uint32_t kread_phase = 0;
     // kAhead: the next item's index read at the end of the last (kNoItem: not read yet; -1: none left),
     // and whether its first S is already issued into the caller's S registers.
     int ahead = kNoItem;
     bool issued = false;
   };
   static constexpr int kNoItem = -2;
+
+  // After an S_j is done: K_j's stage back to the producer; kOInK, on the item's last tile (last), held
+  // for the O store instead, with this warp's arrival on kread (its reads of K_j are done).
+  static __device__ __forceinline__ void release_k(const Smem& sm, Reader& rd, int lane, bool last) {
+    if (kOInK && last) {
+      if (lane == 0) ptx::mbarrier_arrive(sm.kread + 8 * rd.sk.stage);
+      rd.held = rd.sk.stage;
+    } else if (lane == 0) {
+      sm.ring_k.consumer_release(rd.sk);
+    }
+    rd.sk.advance();
+  }
+  // kOInK: the stage held for the last item's O back to the producer once its TMA store has read it (the
+  // storing thread waits, and arrives for its warpgroup's four warps).
+  static __device__ __forceinline__ void release_held(const Smem& sm, Reader& rd) {
+    if (rd.held < 0) return;
+    if (threadIdx.x % 128 == 0) {
+      ptx::tma_store_wait_read<0>();
+      ptx::mbarrier_arrive_n(sm.ring_k.empty(rd.held), 4);
+    }
+    rd.held = -1;
+  }
 
   static __device__ __forceinline__ void release_q(const Smem& sm, Reader& rd, int lane) {
     __syncwarp();
@@ -385,6 +423,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
                                                  int m_blocks, int c, Reader& rd, float (&s)[kNS][4]) {
     const int t = kAhead && rd.ahead != kNoItem ? rd.ahead : next_item(sm, rd);
     const bool issued = kAhead && rd.issued;  // s holds the item's first S, done
+    if constexpr (kOInK) release_held(sm, rd);
     if (t < 0) return false;
     Item w = item(p, t, m_blocks);
     // A split-tail piece: tiles [range_begin, range_end) of its item (the word, read before Q's release)
@@ -416,8 +455,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(s);
       }
-      if (lane == 0) sm.ring_k.consumer_release(rd.sk);
-      rd.sk.advance();
+      release_k(sm, rd, lane, jn >= w.n_end);
       if (jn >= w.n_end) release_q(sm, rd, lane);
       softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
       pack(s, pf);
@@ -477,10 +515,38 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       } else if (store) {
         Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
       }
+    } else if (kOInK && any) {
+      store_in_k(p, maps, sm, w, c, rd, row0, g, t4, o, row_max, row_sum);
     } else if (store) {
       Out::store(p, w.batch, w.head, row0, g, t4, o, row_max, row_sum);
     }
     return true;
+  }
+
+  // kOInK: O / l packed, staged in this warpgroup's half of the item's last K tile once every consumer's
+  // last S has read it, and stored by TMA (one thread, a 64-column chunk a store; rows past len_q clipped
+  // by the map); the LSE from registers. The stage stays held until release_held.
+  static __device__ __forceinline__ void store_in_k(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
+                                                    const Item& w, int c, Reader& rd, int row0, int g, int t4,
+                                                    const float (&o)[kNO][4], const float (&row_max)[2],
+                                                    const float (&row_sum)[2]) {
+    typename Out::Packed po;
+    Out::pack(o, row_max, row_sum, po);
+    const int st = rd.held;
+    ptx::mbarrier_wait_parity(sm.kread + 8 * st, (rd.kread_phase >> st) & 1u);
+    rd.kread_phase ^= 1u << st;
+    const int tid = threadIdx.x % 128;
+    const uint32_t o_wg = sm.k + st * Plan::kKBytes + c * kOInKBytes;
+    Out::to_smem_sw128(o_wg, po, tid / 32, tid % 32);
+    ptx::fence_proxy_async_shared();
+    ptx::named_barrier_sync(1 + kConsumers + c, 128);
+    if (tid == 0) {
+#pragma unroll
+      for (int ch = 0; ch < kOInKBytes / Out::kChunkBytes; ++ch)
+        ptx::tma_store_4d(&maps.o, o_wg + ch * Out::kChunkBytes, 64 * ch, w.m0 + 64 * c, w.head, w.batch);
+      ptx::tma_store_commit();
+    }
+    Out::store_lse_rows(p, w.batch, w.head, row0, g, t4, po);
   }
 
   // Packed O / LSE out: straight from registers, or (kTmaStore) O through this warpgroup's staging
@@ -517,6 +583,10 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       sm.ring_q.init(kConsumerWarps);
       sm.ring_k.init(kConsumerWarps);
       sm.ring_v.init(kConsumerWarps);
+      if constexpr (kOInK) {
+        for (int st = 0; st < Plan::kStages; ++st) ptx::mbarrier_init(sm.kread + 8 * st, kConsumerWarps);
+        ptx::fence_barrier_init();
+      }
     }
     __syncthreads();
     const int wg = threadIdx.x / 128;
@@ -535,19 +605,20 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     float s[kNS][4];  // S of the current key tile; kAhead: the next item's first, issued before the epilogue
     while (consume(p, maps, sm, m_blocks, c, rd, s)) {
     }
-    if (kTmaStore && threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();  // the last stores done before exit
+    if ((kTmaStore || kOInK) && threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();  // the last stores done before exit
     if (kPingPong && c == 0) ptx::named_barrier_sync(1, kTurnThreads);  // the turn the last consumer passed
   }
 };
 
 using Fa2KernelWs = void (*)(FwdParams, Fa2TmaMaps);
 
-template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false, int kQSlots = 1, bool kSplit = false>
+template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false, int kQSlots = 1, bool kSplit = false,
+          bool kOInK = false>
 __global__ void __launch_bounds__(Fa2WsPlan<Traits, kTmaStore, kQSlots>::kThreads, 1)
     fa2_fwd_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fa2TmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];
-  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore, kQSlots, kSplit>::run(p, maps, smem);
+  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore, kQSlots, kSplit, kOInK>::run(p, maps, smem);
 #elif defined(__CUDA_ARCH__)
   __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)
 #endif

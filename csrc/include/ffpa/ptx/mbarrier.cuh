@@ -42,6 +42,14 @@ __device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
 #endif
 }
 
+// `count` arrivals at once (one thread answering for several warps, e.g. after its own wait that
+// covers their reads too).
+__device__ __forceinline__ void mbarrier_arrive_n(uint32_t bar, uint32_t count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+
 // One arrival on the mbarrier at shared::cluster address `bar` (this block's or a peer block's of
 // the cluster: ptx/cluster.cuh maps addresses), releasing this thread's earlier writes (and those
 // ordered before them) at cluster scope.
