@@ -30,6 +30,7 @@ struct Fa2WsLaunch {
   static constexpr bool kTmaStore = false;
   static constexpr int kQSlots = 0;
   static constexpr bool kOwnEnd = false;
+  static constexpr bool kOInK = false;
   static bool wanted(int) { return false; }
   static cudaError_t info(KernelInfo, bool, KernelInfo*) { return cudaErrorNotSupported; }
   static cudaError_t run(const FwdParams&, cudaStream_t) { return cudaErrorNotSupported; }
