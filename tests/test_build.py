@@ -127,11 +127,15 @@ def test_fa2_kernel_info():
             assert c["threads"] == 32 * (c["warps_m"] * c["warps_n"] + c["producer_warps"])
             assert c["producer_warps"] in ((0, 4) if c["mma"] == "wgmma" else (0,)), c
             assert 0 < c["smem_bytes"] <= 227 * 1024
-            # O out by TMA (launch/heuristics.h kFa2TmaStoreMaxDim): the warp-specialised kernel at D <= 64
-            # on both its tiles, to 96 on the masked one (the 176-key table tile has no room for the buffer)
+            # O out by TMA: through a buffer of its own (launch/heuristics.h kFa2TmaStoreMaxDim) at D <= 64 on
+            # both tiles, to 96 on the masked one (the 176-key table tile has no room for the buffer); through
+            # the item's last K tile (Fa2FwdWs kOInK) on the deferred-wait kernel of E = 97..128 (two
+            # consumers of 64 rows, at most 128 keys a tile, both consumers' O in one K tile)
             d = max(e, ev)
-            assert c["o_tma_store"] == (c["mma"] == "wgmma" and d <= 64), c
-            assert c["mask_o_tma_store"] == (c["mma"] == "wgmma" and d <= 96), c
+            in_k = lambda m, n: 96 < e <= 128 and ev <= 128 and m == 128 and n <= 128  # noqa: E731
+            assert c["o_tma_store"] == (c["mma"] == "wgmma" and (d <= 64 or in_k(c["block_m"], c["block_n"]))), c
+            assert c["mask_o_tma_store"] == (
+                c["mma"] == "wgmma" and (d <= 96 or in_k(c["mask_block_m"], c["mask_block_n"]))), c
             # two Q slots (kFa2TwoQSlotsMaxDim) at D <= 64 on both tiles; one elsewhere; 0: no such kernel
             slots = (2 if d <= 64 else 1) if c["mma"] == "wgmma" else 0
             assert c["q_slots"] == slots and c["mask_q_slots"] == slots, c

@@ -223,13 +223,14 @@ def test_fa2_look_ahead_kernel(dtype, D, causal, scale, mma):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
-@pytest.mark.parametrize("D", [32, 64, 96])
+@pytest.mark.parametrize("D", [32, 64, 96, 128])
 @pytest.mark.parametrize("causal", ["none", "bottom_right"])
 @pytest.mark.parametrize("layout", ["bhld", "blhd"])
 def test_fa2_tma_store(dtype, D, causal, layout, mma):
     """O stored through shared memory by TMA on Hopper (Fa2FwdWs kTmaStore; launch/heuristics.h
     kFa2TmaStoreMaxDim: D <= 64 on both tiles, 65..96 on the 128 x 128 tile of masked and short calls,
-    which this short shape takes), with two Q slots at D <= 64 (kFa2TwoQSlotsMaxDim): more items than
+    which this short shape takes; D = 128 through each item's last K tile, kOInK, that stage held until
+    the store has read it), with two Q slots at D <= 64 (kFa2TwoQSlotsMaxDim): more items than
     SMs (each consumer's buffer rewritten item after item, after the last item's store has read it; each
     Q slot and its item word refilled while the other's item runs), rows past L clipped (L = 197), columns past Dv clipped (D =
     32 and 96: a 64-column box past the head), a BLHD query's BLHD output (the map's row stride H * Dv),
@@ -242,9 +243,9 @@ def test_fa2_tma_store(dtype, D, causal, layout, mma):
     Hq = sms // 2 + 3
     L, S = 197, 203
     if info["mma"] == "wgmma":
-        assert info["o_tma_store"] == (D <= 64) and info["mask_o_tma_store"], info
+        assert info["o_tma_store"] == (D <= 64 or D == 128) and info["mask_o_tma_store"], info
         assert info["q_slots"] == info["mask_q_slots"] == (2 if D <= 64 else 1), info  # kFa2TwoQSlotsMaxDim
-        if D > 64:  # the short call runs the masked tile (fa2_narrow_tile), whose O goes by TMA
+        if D == 96:  # the short call runs the masked tile (fa2_narrow_tile), whose O goes by TMA
             off = S - L if causal == "bottom_right" else 0
             assert C.fa2_narrow_tile(D, 2 * Hq, L, S, causal != "none", off, sms, info["block_m"], info["block_n"],
                                      info["mask_block_m"], info["mask_block_n"])
@@ -256,6 +257,25 @@ def test_fa2_tma_store(dtype, D, causal, layout, mma):
     if layout == "blhd":
         assert out.stride() == (L * Hq * D, D, Hq * D, 1), out.stride()
     check(out, lse, q, k, v, causal, scale=scale, what=f"D={D} {causal} {layout} Hq={Hq}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("causal", ["none", "top_left"])
+def test_fa2_o_through_k_stage_beside_items_without_tiles(dtype, causal, mma):
+    """D = 128 on Hopper stages O in each item's last K tile for its TMA store (Fa2FwdWs kOInK). Items whose
+    key tiles the mask removes entirely (query rows 128..255 all masked: no K stage to stage O in) store
+    from registers in the same kernel, between items that stage theirs; items whose last tile is their
+    first (a one-tile diagonal); more items than SMs, rows past L clipped, GQA. Fully masked rows: O 0,
+    LSE -inf."""
+    need(dtype, 128)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    B, Hq, Hkv, L, S = 2, sms // 4 + 2, 2, 455, 611
+    q, k, v = rand_qkv(B, Hq, Hkv, L, S, 128, dtype, seed=77)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    mask = torch.rand((1, 1, L, S), device="cuda", generator=g) > 0.2
+    mask[..., 128:256, :] = False
+    out, lse = run_fa2(q, k, v, causal, attn_mask=mask)
+    check(out, lse, q, k, v, causal, attn_mask=mask, what=f"D=128 {causal} empty items")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])

@@ -340,14 +340,18 @@ inline int fa2_causal_tail_bh(int64_t bh, int m_blocks, int sms, double waves = 
 // padding included. The narrow tile runs that work at kFa2NarrowPace of the table's pace (D = 64: two
 // consumers against three; D = 96: 128-key tiles against 176), where the walk has work for 2+ rounds of
 // its slots (items; causal: pairs) an SM; under that the narrow tile's shorter, more numerous items fill
-// the SMs better and the paces count as equal. Fitted to 59 cells on one H100 (session 41,
-// scripts/dev/fa2_ws_variants.py with a temporary switch, bf16, TFLOPS, table / narrow; docs/hopper_profile.md
-// has them all): D = 64 B=128 H=12 N=197 127.4 / 147.7 (SDPA cuDNN 171.9), B=64 H=16 N=256 225.9 / 262.4
-// (308.9), N=577 296.3 / 287.0, B=8 N=2048 472.9 / 400.4, causal B=16 N=1024 260.0 / 280.5, N=2048 357.2 /
-// 342.0; D = 96 N=197 162.0 / 197.5 (193.9), B=1 H=32 N=8192 532.8 / 517.6. The paces that pick the faster
-// tile in every cell: 0.81-0.83 at D = 64 and 0.970-0.975 at D = 96 (tests/test_fa2_schedule.py holds them).
-constexpr double kFa2NarrowPace64 = 0.82;
-constexpr double kFa2NarrowPace96 = 0.972;
+// the SMs better and the paces count as equal. Refitted to 58 cells on one H100 in session 46
+// (scripts/dev/fa2_narrow_retune.sh: fa2_ws_variants.py, bf16, TFLOPS, table / narrow, two interleaved pairs;
+// first fitted in session 41): D = 64 B=128 H=12 N=197 142.8 / 155.1 (SDPA cuDNN 170.6), B=64 H=16 N=256
+// 241.1 / 274.2, N=577 296.9 / 278.2, B=8 N=2048 463.5 / 389.8, causal B=16 N=1024 270.3 / 276.9, B=32 H=12
+// N=1370 318.7 / 300.1; D = 96 N=197 159.6 / 202.1, B=1 H=32 N=8192 540.0 / 512.4, B=4 H=32 N=4096 514.9 /
+// 500.9. Each consumer's own end (session 45: the table's tile at D = 64 ends a consumer early on causal
+// diagonals) moved causal D = 64 towards the table (B=32 N=1370: narrow under session 41's 0.82), and D = 96's
+// mid-length non-causal cells favour the table as session 44's re-measure had read. The paces that pick
+// the faster tile: 0.76-0.80 at D = 64 (every cell), 0.96 at D = 96 (all but B=32 H=16 N=512 non-causal,
+// 351.1 / 358.6, whose padding ratio equals B=4 H=32 N=4096's; tests/test_fa2_schedule.py holds them).
+constexpr double kFa2NarrowPace64 = 0.78;
+constexpr double kFa2NarrowPace96 = 0.96;
 constexpr double kFa2NarrowMinRounds = 2.0;
 inline double fa2_tile_work(int len_q, int len_kv, bool causal, int causal_offset, int block_m, int block_n) {
   const auto tiles = [block_n](int64_t keys) { return static_cast<double>((keys + block_n - 1) / block_n * block_n); };

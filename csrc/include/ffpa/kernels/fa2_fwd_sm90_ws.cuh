@@ -32,13 +32,16 @@
 //     diagonals, rows past len_q) and only releases the item's later stages, with null turns. With
 //     kPingPong the consumer warpgroups also take turns issuing (named barriers 1.., round robin,
 //     one continuous rotation over all items): one's softmax runs under another's GEMMs. The
-//     epilogue stores O from registers, or (kTmaStore, launch/heuristics.h kFa2TmaStoreMaxDim) through
-//     shared memory by TMA; the next item's Q is already loading.
+//     epilogue stores O from registers, or by TMA through shared memory: a buffer of its own (kTmaStore,
+//     launch/heuristics.h kFa2TmaStoreMaxDim), or at D = 97..128 the item's last K tile, dead once every
+//     consumer's last S has read it (kOInK); the next item's Q is already loading.
 //
 // Who waits on what (mbarriers; the K/V rings kStages deep, Q's kQSlots):
 //   producer:  empty_q[s] -> TMA Q -> full_q[s]     empty_k[s] -> TMA K_j -> full_k[s]     (V as K)
 //   consumers: full_q[s] -> ... the item's last S done -> arrive empty_q[s]
 //              full_k[s] -> S_j -> arrive empty_k[s]     full_v[s] -> P V_j -> arrive empty_v[s]
+//              kOInK, the item's last K tile: S -> arrive kread[s] -> (epilogue) wait kread[s] -> O into
+//              K's stage -> TMA store -> (next item) its read done -> arrive empty_k[s]
 //
 // TMA zero-fills rows past L and S (finite, so masked columns of P V stay 0); scores past S and
 // above the causal limit are masked per element in boundary tiles (FwdCommon::mask_tile, shared
