@@ -269,7 +269,7 @@ def test_fa2_o_through_k_stage_beside_items_without_tiles(dtype, causal, mma):
     LSE -inf."""
     need(dtype, 128)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    B, Hq, Hkv, L, S = 2, sms // 4 + 2, 2, 455, 611
+    B, Hq, Hkv, L, S = 2, 2 * (sms // 8 + 1), 2, 455, 611
     q, k, v = rand_qkv(B, Hq, Hkv, L, S, 128, dtype, seed=77)
     g = torch.Generator(device="cuda").manual_seed(5)
     mask = torch.rand((1, 1, L, S), device="cuda", generator=g) > 0.2
