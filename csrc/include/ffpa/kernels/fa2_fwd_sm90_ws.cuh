@@ -55,6 +55,7 @@
 #include "ffpa/attn/rows_out.cuh"
 #include "ffpa/kernels/fa2_common.cuh"
 #include "ffpa/kernels/fa2_ws_schedule.cuh"
+#include "ffpa/kernels/fa2_ws_epilogue.cuh"
 #include "ffpa/kernels/fa2_ws_producer.cuh"
 #include "ffpa/kernels/fa2_ws_split.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
@@ -102,7 +103,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   static constexpr bool kDefer = Plan::kConsumers == 2 && Traits::kBlockN <= 128 && Traits::kHeadDim > 96 &&
                                  Traits::kHeadDim <= 128;
   static constexpr int kNO = Traits::kNTilesO;
-  using Out = RowsOut<Element, kNO>;  // the epilogue's stores
+  using Out = RowsOut<Element, kNO>;  // the epilogue's stores (fa2_ws_epilogue.cuh, from registers or by TMA)
   // Past Dv = 320 O (Dv / 2 registers a thread) leaves no room for S_j beside P_{j-1} and O: a turn
   // issues P_{j-1} V_{j-1}, waits for it and only then writes S_j (its registers dead until then), so
   // the softmax runs under the other consumer's GEMMs only (the ping-pong turns).
@@ -305,6 +306,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     bool issued = false;
   };
   static constexpr int kNoItem = -2;
+  using Epilogue = Fa2WsEpilogue<Fa2FwdWs>;  // O out (fa2_ws_epilogue.cuh)
 
   // After an S_j is done: K_j's stage back to the producer; kOInK, on the item's last tile (last), held
   // for the O store instead, with this warp's arrival on kread (its reads of K_j are done).
@@ -317,17 +319,6 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     }
     rd.sk.advance();
   }
-  // kOInK: the stage held for the last item's O back to the producer once its TMA store has read it (the
-  // storing thread waits, and arrives for its warpgroup's four warps).
-  static __device__ __forceinline__ void release_held(const Smem& sm, Reader& rd) {
-    if (rd.held < 0) return;
-    if (threadIdx.x % 128 == 0) {
-      ptx::tma_store_wait_read<0>();
-      ptx::mbarrier_arrive_n(sm.ring_k.empty(rd.held), 4);
-    }
-    rd.held = -1;
-  }
-
   static __device__ __forceinline__ void release_q(const Smem& sm, Reader& rd, int lane) {
     __syncwarp();
     if (lane == 0) sm.ring_q.consumer_release(rd.sq);
@@ -426,7 +417,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
                                                  int m_blocks, int c, Reader& rd, float (&s)[kNS][4]) {
     const int t = kAhead && rd.ahead != kNoItem ? rd.ahead : next_item(sm, rd);
     const bool issued = kAhead && rd.issued;  // s holds the item's first S, done
-    if constexpr (kOInK) release_held(sm, rd);
+    if constexpr (kOInK) Epilogue::release_held(sm, rd);
     if (t < 0) return false;
     Item w = item(p, t, m_blocks);
     // A split-tail piece: tiles [range_begin, range_end) of its item (the word, read before Q's release)
@@ -509,74 +500,21 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       Out::pack(o, row_max, row_sum, po);
       if (kAhead && look_ahead(p, sm, m_blocks, c, rd)) {
         issue_first(p, sm, c, rd, s);
-        if (!piece) store_out(p, maps, sm, w, c, row0, g, t4, po);
+        if (!piece) Epilogue::store_out(p, maps, sm, w, c, row0, g, t4, po);
         else if (store) Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(s);
       } else if (!piece) {
-        store_out(p, maps, sm, w, c, row0, g, t4, po);
+        Epilogue::store_out(p, maps, sm, w, c, row0, g, t4, po);
       } else if (store) {
         Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
       }
     } else if (kOInK && any) {
-      store_in_k(p, maps, sm, w, c, rd, row0, g, t4, o, row_max, row_sum);
+      Epilogue::store_in_k(p, maps, sm, w, c, rd, row0, g, t4, o, row_max, row_sum);
     } else if (store) {
       Out::store(p, w.batch, w.head, row0, g, t4, o, row_max, row_sum);
     }
     return true;
-  }
-
-  // kOInK: O / l packed, staged in this warpgroup's half of the item's last K tile once every consumer's
-  // last S has read it, and stored by TMA (one thread, a 64-column chunk a store; rows past len_q clipped
-  // by the map); the LSE from registers. The stage stays held until release_held.
-  static __device__ __forceinline__ void store_in_k(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
-                                                    const Item& w, int c, Reader& rd, int row0, int g, int t4,
-                                                    const float (&o)[kNO][4], const float (&row_max)[2],
-                                                    const float (&row_sum)[2]) {
-    typename Out::Packed po;
-    Out::pack(o, row_max, row_sum, po);
-    const int st = rd.held;
-    ptx::mbarrier_wait_parity(sm.kread + 8 * st, (rd.kread_phase >> st) & 1u);
-    rd.kread_phase ^= 1u << st;
-    const int tid = threadIdx.x % 128;
-    const uint32_t o_wg = sm.k + st * Plan::kKBytes + c * kOInKBytes;
-    Out::to_smem_sw128(o_wg, po, tid / 32, tid % 32);
-    ptx::fence_proxy_async_shared();
-    ptx::named_barrier_sync(1 + kConsumers + c, 128);
-    if (tid == 0) {
-#pragma unroll
-      for (int ch = 0; ch < kOInKBytes / Out::kChunkBytes; ++ch)
-        ptx::tma_store_4d(&maps.o, o_wg + ch * Out::kChunkBytes, 64 * ch, w.m0 + 64 * c, w.head, w.batch);
-      ptx::tma_store_commit();
-    }
-    Out::store_lse_rows(p, w.batch, w.head, row0, g, t4, po);
-  }
-
-  // Packed O / LSE out: straight from registers, or (kTmaStore) O through this warpgroup's staging
-  // buffer (stmatrix into the 128-byte swizzle) and one TMA store a 64-column chunk, issued by one thread
-  // (rows past len_q and columns past Dv clipped by the map; the LSE from registers). The buffer is
-  // rewritten once that thread's stores of the last item have read it (bulk groups are per thread).
-  static __device__ __forceinline__ void store_out(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
-                                                   const Item& w, int c, int row0, int g, int t4,
-                                                   const typename Out::Packed& po) {
-    if constexpr (kTmaStore) {
-      const int tid = threadIdx.x % 128;
-      const uint32_t o_wg = sm.o + c * Plan::kOWgBytes;
-      if (tid == 0) ptx::tma_store_wait_read<0>();
-      ptx::named_barrier_sync(1 + kConsumers + c, 128);
-      Out::to_smem_sw128(o_wg, po, tid / 32, tid % 32);
-      ptx::fence_proxy_async_shared();
-      ptx::named_barrier_sync(1 + kConsumers + c, 128);
-      if (tid == 0) {
-#pragma unroll
-        for (int ch = 0; ch < Plan::kOWgBytes / Out::kChunkBytes; ++ch)
-          ptx::tma_store_4d(&maps.o, o_wg + ch * Out::kChunkBytes, 64 * ch, w.m0 + 64 * c, w.head, w.batch);
-        ptx::tma_store_commit();
-      }
-      Out::store_lse_rows(p, w.batch, w.head, row0, g, t4, po);
-    } else {
-      Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
-    }
   }
 
   static __device__ __forceinline__ void run(const FwdParams& p, const Fa2TmaMaps& maps, char* smem_raw) {
