@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Per-tile timeline of the warp-specialised FA-2 kernel (#15, session 19): applies
-# scripts/dev/fa2_ws_trace.patch (SM-clock stamps by lane 0 of each consumer warpgroup and by the
-# producer thread into 4 KB a warpgroup of spare shared memory, copied to a device array by blocks 0..3
-# after their last item, with every block's start and end, and printed by a one-thread kernel the
-# launcher runs after the call: since session 41, no printf in the kernel, whose call made ptxas
-# serialise the wgmmas, C7510; the stamps' shared memory still takes a K/V stage at D = 128), builds an FA-2-only sm_90a bf16 extension (D = 128, or
-# FFPA_HEAD_DIMS), runs a few shapes and reports per-phase cycle medians and the tail
-# (scripts/dev/ws_trace_report.py). Reverts the patch after. On the device:
+# Per-tile timeline of the warp-specialised FA-2 kernel (#15; rebased onto the kernel of session 46):
+# applies scripts/dev/fa2_ws_trace.patch (SM-clock stamps by lane 0 of each consumer warpgroup of blocks 0..3
+# straight into a device array, a counter in the consumer's Reader: no shared memory taken, so D = 128 keeps its
+# three K/V stages; every block's start, end and SM; printed by a one-thread kernel the launcher runs after the
+# call: no printf in the kernel, whose call made ptxas serialise the wgmmas, C7510), builds an FA-2-only sm_90a
+# bf16 extension (D = 128, or FFPA_HEAD_DIMS), runs a few shapes and reports per-transition cycle medians and
+# the tail (scripts/dev/ws_trace_report.py). Compiled in session 46 (D = 64 / 96 / 128 / 256: no spills, no
+# C75xx), not yet run. Reverts the patch after. On the device:
 # OUT=$OUT [FFPA_HEAD_DIMS=64,128] [SPANS_ONLY=1] bash scripts/dev/ws_trace.sh ["B H N D causal" ...]
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,16 +1,20 @@
-"""Per-phase cycle medians of a warp-specialised FA-2 trace (scripts/dev/ws_trace.sh). Stamps per
-consumer item: 1 item start, 2 Q landed, then per key tile 10 K/V landed, 3 ping-pong turn taken,
-4 S done, 5 softmax done, 6 P V done (the first tile: 10, 3, 4 only), then 7 last V landed, 8 last
-P V done, 9 O stored; "between items" is 9 to the next item's 1 (the item hand-off). Phases are differences of consecutive stamps; "period" is turn to turn.
-Items cut short by the trace buffer are left out. "E" lines (every block's start and end, globaltimer
-ns) give the kernel's span and the share of block time idle at the tail. Usage: ws_trace_report.py trace.log"""
+"""Per-phase cycle medians of a warp-specialised FA-2 trace (scripts/dev/ws_trace.sh, fa2_ws_trace.patch as
+rebased in session 46). Stamps per consumer item: 1 item start, 2 Q landed, then per key tile 10 K landed,
+3 ping-pong turn taken (the first tile: S issued), 4 S done, 5 softmax done, 6 the previous tile's P V done
+(D = 97..128's deferred wait: at the top of the next tile, after its 10; elsewhere right after the tile),
+then 7 last V landed, 8 last P V done, 9 O stored. The order differs between the kernels, so the report
+gives the median of every transition between consecutive stamps ("4->5": the softmax), each item's total
+(1 to the next 1), its key tiles and the tile period (3 to 3 within an item). "E" lines (every block's start
+and end, globaltimer ns) give the kernel's span and the share of block time idle at the tail.
+Usage: ws_trace_report.py trace.log"""
 import collections
 import statistics as st
 import sys
 
+NAMES = {1: "item", 2: "Q", 10: "K", 6: "PV", 3: "turn", 4: "S", 5: "softmax", 7: "lastV", 8: "lastPV", 9: "stored"}
 lines = open(sys.argv[1]).read().split("=== RUN")[1].split("=== END")[0].splitlines()
 ev = collections.defaultdict(list)
-spans = {}  # block -> (start, end) in ns (globaltimer)
+spans = {}  # block -> (start, end, sm) in ns (globaltimer)
 for line in lines:
     if line.startswith("T "):
         _, b, who, i, v = line.split()
@@ -25,17 +29,8 @@ def d(a, b):
     return (b - a) % (1 << 32)
 
 
-def find(it, code, start):
-    for j in range(start, len(it)):
-        if it[j][0] == code:
-            return j
-    return None
-
-
 agg = collections.defaultdict(list)
 for (b, who), stamps in sorted(ev.items()):
-    if who == 9:  # the producer's stamps: not reported
-        continue
     stamps.sort()
     items = []
     for _, code, t in stamps:
@@ -43,43 +38,20 @@ for (b, who), stamps in sorted(ev.items()):
             items.append([])
         if items:
             items[-1].append((code, t))
-    items = [it for it in items if any(c == 9 for c, _ in it)]
+    items = [it for it in items if any(c == 9 for c, _ in it)]  # whole items only
     for k, it in enumerate(items):
         if k + 1 < len(items):
             agg["item total"].append(d(it[0][1], items[k + 1][0][1]))
-            # O stored -> the next item read (the meeting with the producer and the other consumers)
-            agg["between items"].append(d(it[find(it, 9, 0)][1], items[k + 1][0][1]))
-        j2 = find(it, 2, 0)
-        j10 = find(it, 10, j2)
-        j3 = find(it, 3, j10)
-        j4 = find(it, 4, j3)
-        agg["Q wait"].append(d(it[0][1], it[j2][1]))
-        agg["first S (turn to done)"].append(d(it[j3][1], it[j4][1]))
-        prev3, prev_end, pos, tiles = it[j3][1], it[j4][1], j4 + 1, 1
-        while True:
-            j10, j7 = find(it, 10, pos), find(it, 7, pos)
-            if j10 is None or (j7 is not None and j7 < j10):
-                break
-            j3 = find(it, 3, j10)
-            j4 = find(it, 4, j3)
-            j5 = find(it, 5, j4)
-            j6 = find(it, 6, j5)
-            agg["tile: rescale+pack+K/V wait"].append(d(prev_end, it[j10][1]))
-            agg["tile: turn wait"].append(d(it[j10][1], it[j3][1]))
-            agg["tile: S (turn to done)"].append(d(it[j3][1], it[j4][1]))
-            agg["tile: softmax"].append(d(it[j4][1], it[j5][1]))
-            agg["tile: P V wait"].append(d(it[j5][1], it[j6][1]))
-            agg["tile: period"].append(d(prev3, it[j3][1]))
-            prev3, prev_end, pos, tiles = it[j3][1], it[j6][1], j6 + 1, tiles + 1
-        agg["key tiles"].append(tiles)
-        j7 = find(it, 7, pos)
-        j8 = find(it, 8, j7)
-        j9 = find(it, 9, j8)
-        agg["last P V"].append(d(it[j7][1], it[j8][1]))
-        agg["epilogue store"].append(d(it[j8][1], it[j9][1]))
-for name, v in agg.items():
+        agg["key tiles (S stamps)"].append(sum(1 for c, _ in it if c == 4))
+        turns = [t for c, t in it if c == 3]
+        agg["tile period (turn to turn)"] += [d(a, b) for a, b in zip(turns, turns[1:])]
+        for (c0, t0), (c1, t1) in zip(it, it[1:]):
+            agg[f"{NAMES.get(c0, c0)}->{NAMES.get(c1, c1)}"].append(d(t0, t1))
+        if k + 1 < len(items):
+            agg["stored->next item"].append(d(it[-1][1], items[k + 1][0][1]))
+for name, v in sorted(agg.items(), key=lambda kv: -len(kv[1])):
     print(f"{name:30s} n={len(v):5d} median={st.median(v):8.0f} min={min(v):7d} max={max(v):7d}")
-spans = {b: v for b, v in spans.items() if b >= 4 or not ev}  # blocks 0..3 print their stamps before ending
+spans = {b: v for b, v in spans.items()}
 if spans:
     t0 = min(v[0] for v in spans.values())
     ends = sorted(v[1] - t0 for v in spans.values())
