@@ -244,14 +244,10 @@ py::list fa2_split_pieces(int64_t items, int64_t from_slot, int shares, int tile
   if (shares <= 0 || tiles <= 0 || from_slot < 0 || items <= from_slot) return out;
   if ((items - from_slot) * tiles > INT32_MAX) return out;  // (the kernel's launcher never splits so much)
   const int w = S::tiles(items, from_slot, tiles);
-  for (int k = 0; k < shares; ++k) {
-    const int b = S::start(k + 1, w, shares);
-    for (int g = S::start(k, w, shares); g < b;) {
-      const S::Piece pc = S::piece(g, b, tiles);
+  for (int k = 0; k < shares; ++k)
+    S::for_each_piece(k, w, shares, tiles, [&](const S::Piece& pc) {
       out.append(py::make_tuple(k, pc.item, pc.jb, pc.je, S::cut_at(pc.item, tiles, w, shares)));
-      g = pc.item * tiles + pc.je;
-    }
-  }
+    });
   return out;
 }
 

@@ -470,7 +470,6 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
         }
       }
     }
-    if (!any) release_q(sm, rd, lane);  // no S at all (every key tile masked out)
     if (any) {
       sm.ring_v.consumer_wait(rd.sv);
       ptx::wgmma_fence_operand(o);
@@ -479,9 +478,11 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       ptx::wgmma_fence_operand(o);
       if (lane == 0) sm.ring_v.consumer_release(rd.sv);
       rd.sv.advance();
+    } else {
+      release_q(sm, rd, lane);  // no S at all (every key tile masked out)
     }
     if (whole) {  // the item's tiles past own_end (the item's end recomputed here)
-      const int n_item = block_kv_tiles<kBlockN>(p, w.m0, min(kBlockM, p.len_q - w.m0));
+      const int n_item = block_kv_tiles<kBlockN>(p, w.m0, w.rows_q);
       drain(sm, rd, c, lane, w.codes, next_tile(w.codes, w.n_end, n_item), n_item);
       w.n_end = n_item;
     }
@@ -500,14 +501,11 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       Out::pack(o, row_max, row_sum, po);
       if (kAhead && look_ahead(p, sm, m_blocks, c, rd)) {
         issue_first(p, sm, c, rd, s);
-        if (!piece) Epilogue::store_out(p, maps, sm, w, c, row0, g, t4, po);
-        else if (store) Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
+        Epilogue::store_unit(p, maps, sm, w, c, row0, g, t4, po, piece, store);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(s);
-      } else if (!piece) {
-        Epilogue::store_out(p, maps, sm, w, c, row0, g, t4, po);
-      } else if (store) {
-        Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
+      } else {
+        Epilogue::store_unit(p, maps, sm, w, c, row0, g, t4, po, piece, store);
       }
     } else if (kOInK && any) {
       Epilogue::store_in_k(p, maps, sm, w, c, rd, row0, g, t4, o, row_max, row_sum);

@@ -42,6 +42,18 @@ struct Fa2SplitSchedule {
     const int i = g / n, first = i * n, end = b - first;
     return {i, g - first, end < n ? end : n};
   }
+  // Share k's pieces in order, f(piece) each: the producer's walk (fa2_ws_producer.cuh), and the host's
+  // listing of it (ops/module.cpp fa2_split_pieces) that tests/test_fa2_schedule.py checks.
+  template <typename F>
+  static FFPA_SPLIT_FN void for_each_piece(int k, int w, int shares, int n, F&& f) {
+    const int b = start(k + 1, w, shares);
+    for (int g = start(k, w, shares); g < b;) {
+      const Piece pc = piece(g, b, n);
+      f(pc);
+      g = pc.item * n + pc.je;
+    }
+  }
+
   // The boundary (the share starting there) that cuts item i of the split part, or -1: one share holds
   // it whole. A share holds at least n tiles, so a cut item falls in two pieces, [0, c) and [c, n), on
   // the shares k - 1 and k; a piece knows its side from its end alone (c < n), which keeps the

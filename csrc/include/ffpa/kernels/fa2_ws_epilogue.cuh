@@ -57,6 +57,15 @@ struct Fa2WsEpilogue {
     }
   }
 
+  // A unit's packed rows out: a whole item's by store_out; a split-tail piece's (store: this warpgroup
+  // finished second and merged the other's partial) from registers, nothing where it left its partial.
+  static __device__ __forceinline__ void store_unit(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
+                                                    const Item& w, int c, int row0, int g, int t4, const Packed& po,
+                                                    bool piece, bool store) {
+    if (!piece) store_out(p, maps, sm, w, c, row0, g, t4, po);
+    else if (store) Out::store_packed(p, w.batch, w.head, row0, g, t4, po);
+  }
+
   // kOInK: O / l packed and staged in this warpgroup's half of the held K tile once every consumer's last S
   // of the item has read it (kread); the stage stays held until release_held.
   static __device__ __forceinline__ void store_in_k(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,

@@ -60,12 +60,9 @@ struct Fa2WsProducer {
       // A share of the split tail: its pieces of items, in order (Fa2SplitTail)
       const int n = (p.len_kv + kBlockN - 1) / kBlockN;
       const int w = Split::tiles(static_cast<int64_t>(p.heads_q) * p.batch * m_blocks, p.split_from, n);
-      const int b = Split::start(k + 1, w, p.split_shares);
-      for (int g = Split::start(k, w, p.split_shares); g < b;) {
-        const Split::Piece pc = Split::piece(g, b, n);
+      Split::for_each_piece(k, w, p.split_shares, n, [&](const Split::Piece& pc) {
         produce_unit(p, maps, s, m_blocks, p.split_from + pc.item, Split::range(pc.jb, pc.je), sq, st, leader);
-        g = pc.item * n + pc.je;
-      }
+      });
     }
     s.ring_q.producer_acquire(sq);  // no more items: -1 in the word, Q's slot full without bytes
     if (leader) {
