@@ -417,8 +417,10 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
                                                  int m_blocks, int c, Reader& rd, float (&s)[kNS][4]) {
     const int t = kAhead && rd.ahead != kNoItem ? rd.ahead : next_item(sm, rd);
     const bool issued = kAhead && rd.issued;  // s holds the item's first S, done
-    if constexpr (kOInK) Epilogue::release_held(sm, rd);
-    if (t < 0) return false;
+    if (t < 0) {
+      if constexpr (kOInK) Epilogue::release_held(sm, rd);
+      return false;
+    }
     Item w = item(p, t, m_blocks);
     // A split-tail piece: tiles [range_begin, range_end) of its item (the word, read before Q's release)
     // (read in the look-ahead kernels too: without it ptxas spilled 64 bytes in D = 64's; they run long keys)
@@ -446,6 +448,10 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       int jn = next_tile(w.codes, j + 1, w.n_end);  // the tile after j (n_end: j is the item's last)
       if (!issued) {
         issue_s0(sm, c, rd, q_wg, s);
+        // kOInK: the last item's K stage back once its O store has read it, under this S: the storing
+        // thread's wait held its warpgroup ~700 cycles an item before the S (session 47's trace, D = 128).
+        // The producer needs that stage for the item's third K tile at the earliest.
+        if constexpr (kOInK) Epilogue::release_held(sm, rd);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(s);
       }
@@ -480,6 +486,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       rd.sv.advance();
     } else {
       release_q(sm, rd, lane);  // no S at all (every key tile masked out)
+      if constexpr (kOInK) Epilogue::release_held(sm, rd);
     }
     if (whole) {  // the item's tiles past own_end (the item's end recomputed here)
       const int n_item = block_kv_tiles<kBlockN>(p, w.m0, w.rows_q);
