@@ -8,7 +8,9 @@
 //  * GmmaSw128Tile is the 128-byte swizzle the hardware applies (address bits 4-6 XOR bits 7-9),
 //    and the wgmma descriptors the Hopper kernel builds (ptx::gmma_desc_sw128 with the tile's
 //    k_major_kstep / mn_major_kstep / chunk offsets) address exactly the tile's elements, as the
-//    PTX ISA's canonical K-major and MN-major layouts read them.
+//    PTX ISA's canonical K-major and MN-major layouts read them;
+//  * FastDivmod (tile/fast_divmod.cuh) against / and %: every dividend below 4096 for divisors 1..2048, the
+//    top of the range (2^31 - 1 down) for those and for divisors at powers of two +-2, and random pairs.
 // Prints one line per failed check and "N checks, M failed"; exits 1 on any failure.
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "ffpa/ptx/wgmma.cuh"
+#include "ffpa/tile/fast_divmod.cuh"
 #include "ffpa/tile/smem_tile.cuh"
 
 namespace {
@@ -127,6 +130,37 @@ void check_descriptor_encoding() {
 
 }  // namespace
 
+// One divisor against the dividends [0, n) and the n largest (up to 2^31 - 1).
+void check_divmod_at(int d, int n) {
+  const ffpa::FastDivmod f(d);
+  bool ok = true;
+  for (int i = 0; i < n; ++i)
+    for (const int x : {i, 0x7fffffff - i}) {
+      int r = -1;
+      const int q = f.divmod(x, r);
+      ok &= q == x / d && r == x % d;
+    }
+  check(ok, "FastDivmod against / and %", d, n);
+}
+
+void check_divmod() {
+  for (int d = 1; d <= 2048; ++d) check_divmod_at(d, 4096);
+  for (int s = 1; s < 31; ++s)
+    for (int e = -2; e <= 2; ++e)
+      if ((int64_t{1} << s) + e > 2048) check_divmod_at(static_cast<int>((int64_t{1} << s) + e), 256);
+  check_divmod_at(0x7fffffff, 256);
+  uint64_t z = 88172645463325252ull;  // xorshift64: random divisors and dividends below 2^31
+  bool ok = true;
+  for (int i = 0; i < 200000; ++i) {
+    z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+    const int d = 1 + static_cast<int>(z % 0x7fffffffull), x = static_cast<int>((z >> 31) % 0x80000000ull);
+    int r = -1;
+    const int q = ffpa::FastDivmod(d).divmod(x, r);
+    ok &= q == x / d && r == x % d;
+  }
+  check(ok, "FastDivmod on random pairs", 0, 0);
+}
+
 #define SMEM_TILE(R, C)                                                                   \
   check_layout<ffpa::SmemTile<R, C>, R, C>("SmemTile<" #R ", " #C "> layout");            \
   check_advance<ffpa::SmemTile<R, C>, R, C>()
@@ -158,6 +192,7 @@ int main() {
   check_gmma_tile<64, 320>();
   check_gmma_tile<32, 384>();
   check_descriptor_encoding();
+  check_divmod();
   std::printf("%ld checks, %ld failed\n", g_checks, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

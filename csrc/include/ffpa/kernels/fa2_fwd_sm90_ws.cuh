@@ -73,6 +73,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   using Items = Fa2WsItems<Traits::kBlockM, Traits::kBlockN>;
   using typename Items::Item;
   using typename Items::Walk;
+  using typename Items::ItemDiv;
   using Items::item;
   using Items::walk_slots;
   using Split = Fa2SplitTail;
@@ -377,12 +378,13 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 
   // kAhead, after this item's last P V: the next item's index; true where it has a key tile, whose
   // first S the caller issues (issue_first) under this item's epilogue.
-  static __device__ __forceinline__ bool look_ahead(const FwdParams& p, const Smem& sm, int m_blocks, int c, Reader& rd) {
+  static __device__ __forceinline__ bool look_ahead(const FwdParams& p, const Smem& sm, const ItemDiv& dv, int c,
+                                                    Reader& rd) {
     rd.ahead = next_item(sm, rd);
     rd.issued = false;
     if (rd.ahead < 0) return false;
     if (kSplit && slot_word(sm, rd, 1) != 0) return true;  // a split-tail piece: tiles by construction
-    const Item w = item(p, rd.ahead, m_blocks);
+    const Item w = item(p, rd.ahead, dv);
     const int e = kOwnEnd ? own_end(p, w, c) : w.n_end;  // this warpgroup's tiles (consume's)
     return next_tile(w.codes, 0, e) < e;
   }
@@ -414,14 +416,14 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // One item on consumer warpgroup c; false: there is none left. kAhead: s may hold the item's first
   // S in flight (rd.issued), issued by the previous item's look_ahead.
   static __device__ __forceinline__ bool consume(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
-                                                 int m_blocks, int c, Reader& rd, float (&s)[kNS][4]) {
+                                                 const ItemDiv& dv, int c, Reader& rd, float (&s)[kNS][4]) {
     const int t = kAhead && rd.ahead != kNoItem ? rd.ahead : next_item(sm, rd);
     const bool issued = kAhead && rd.issued;  // s holds the item's first S, done
     if (t < 0) {
       if constexpr (kOInK) Epilogue::release_held(sm, rd);
       return false;
     }
-    Item w = item(p, t, m_blocks);
+    Item w = item(p, t, dv);
     // A split-tail piece: tiles [range_begin, range_end) of its item (the word, read before Q's release)
     // (read in the look-ahead kernels too: without it ptxas spilled 64 bytes in D = 64's; they run long keys)
     const int range = kSplit || kAhead ? slot_word(sm, rd, 1) : 0;
@@ -496,7 +498,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     // A piece of an item the split tail cut: each warp that finishes second merges the other piece's
     // partial and stores the rows from registers; the first leaves its partial (Fa2SplitTail).
     bool left = false;
-    const int cut = kSplit ? Split::item_cut<kBlockM, kBlockN>(p, w.batch, w.head, w.m0, w.n_end, m_blocks, left) : -1;
+    const int cut = kSplit ? Split::item_cut<kBlockM, kBlockN>(p, w.batch, w.head, w.m0, w.n_end, dv.m_blocks.d, left) : -1;
     const bool piece = cut >= 0;
     const bool store = !piece || Split::merge<kNO, kConsumers>(p, cut, left, c, warp, lane, o, row_max, row_sum);
     if constexpr (kAhead || kTmaStore) {
@@ -506,7 +508,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       // whose in-flight state differs between the paths that meet (C7517 / C7515).
       typename Out::Packed po;
       Out::pack(o, row_max, row_sum, po);
-      if (kAhead && look_ahead(p, sm, m_blocks, c, rd)) {
+      if (kAhead && look_ahead(p, sm, dv, c, rd)) {
         issue_first(p, sm, c, rd, s);
         Epilogue::store_unit(p, maps, sm, w, c, row0, g, t4, po, piece, store);
         ptx::wgmma_wait_group<0>();
@@ -549,7 +551,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     if (kPingPong && c == kConsumers - 1) ptx::named_barrier_arrive(1, kTurnThreads);  // consumer 0 goes first
     Reader rd;
     float s[kNS][4];  // S of the current key tile; kAhead: the next item's first, issued before the epilogue
-    while (consume(p, maps, sm, m_blocks, c, rd, s)) {
+    const ItemDiv dv(p, m_blocks);  // (the divisions' multipliers once, not at every item)
+    while (consume(p, maps, sm, dv, c, rd, s)) {
     }
     if ((kTmaStore || kOInK) && threadIdx.x % 128 == 0) ptx::tma_store_wait<0>();  // the last stores done before exit
     if (kPingPong && c == 0) ptx::named_barrier_sync(1, kTurnThreads);  // the turn the last consumer passed

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "ffpa/kernels/fa2_common.cuh"
+#include "ffpa/tile/fast_divmod.cuh"
 
 namespace ffpa::attn {
 
@@ -59,11 +60,27 @@ struct Fa2WsItems {
   };
 
   static __device__ __forceinline__ Item item(const FwdParams& p, int t, int m_blocks) {
-    Item w;
-    w.m_block = m_blocks - 1 - t % m_blocks;
     const int bh = t / m_blocks;
-    w.head = bh % p.heads_q;
-    w.batch = bh / p.heads_q;
+    return item_at(p, m_blocks - 1 - t % m_blocks, bh % p.heads_q, bh / p.heads_q);
+  }
+  // item()'s two divisions (by the query blocks and the query heads, fixed for the kernel) as FastDivmods,
+  // built once per consumer thread: the divisions sat between every item's Q and its first S (session 47;
+  // the producer, with 24 registers and off that path, divides).
+  struct ItemDiv {
+    FastDivmod m_blocks, heads;
+    __device__ __forceinline__ ItemDiv(const FwdParams& p, int m_blocks_) : m_blocks(m_blocks_), heads(p.heads_q) {}
+  };
+  static __device__ __forceinline__ Item item(const FwdParams& p, int t, const ItemDiv& dv) {
+    int r, head;
+    const int bh = dv.m_blocks.divmod(t, r);
+    const int batch = dv.heads.divmod(bh, head);
+    return item_at(p, dv.m_blocks.d - 1 - r, head, batch);
+  }
+  static __device__ __forceinline__ Item item_at(const FwdParams& p, int m_block, int head, int batch) {
+    Item w;
+    w.m_block = m_block;
+    w.head = head;
+    w.batch = batch;
     w.m0 = w.m_block * kBlockM;
     w.rows_q = min(kBlockM, p.len_q - w.m0);
     w.n_end = block_kv_tiles<kBlockN>(p, w.m0, w.rows_q);
