@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Development probe (session 47): consumers decode work items with FastDivmod (HEAD) against the compiler's
+# division. fa2_fastdiv_ab.patch adds FFPA_DEV_WS=1: item() by division (the look-ahead kernels too).
+# Build (fa2, D = 128 and 96 / 256 for the unchanged kernels), the FA-2 GPU tests of D = 128 (-k), racecheck /
+# synccheck / memcheck of sanitize_one.py fa2, then fa2_ws_variants.py 0,1,0,1 beside cuDNN. Writes to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
+. scripts/dev/with_patch.sh scripts/dev/fa2_fastdiv_ab.patch
+export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2 FFPA_ACCS=fp32 FFPA_HEAD_DIMS=${FFPA_HEAD_DIMS:-64,128,256} FFPA_DTYPES=${FFPA_DTYPES:-bf16,fp16} FFPA_EXPECT_EXTENSION=1
+t0=$(date +%s)
+python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+echo "build $(( $(date +%s) - t0 )) s; ptxas spills: $(grep -c '[1-9][0-9]* bytes spill' "$OUT/build.log")"
+(cd tests && PYTHONPATH=$PWD/.. timeout ${TEST_S:-150} python3 -m pytest -q -p no:cacheprovider -x test_fa2_gpu.py \
+  -k "${TEST_K:-128}" > "$OUT/pytest.log" 2>&1
+ echo "tests: $(tail -1 "$OUT/pytest.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head)
+for tool in ${TOOLS:-racecheck synccheck memcheck}; do
+  PYTHONPATH=$PWD timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 python3 scripts/sanitize_one.py fa2 > "$OUT/$tool.log" 2>&1
+  echo "$tool: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)"
+done
+PYTHONPATH=$PWD DIMS="${DIMS:-128}" SHAPES="${SHAPES:-8x16x2048 1x32x8192 16x16x1024 32x16x512 64x16x256 128x12x197}" \
+  python3 scripts/dev/fa2_ws_variants.py ${VARIANTS:-0,1,0,1} 2>&1 | grep -v Warn | tee "$OUT/ab.txt"
