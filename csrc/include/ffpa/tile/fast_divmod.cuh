@@ -18,8 +18,12 @@ struct FastDivmod {
   FastDivmod() = default;
   __host__ __device__ __forceinline__ explicit FastDivmod(int divisor) : d(divisor) {
     // shift = ceil(log2 d); mul = floor(2^32 (2^shift - d) / d) + 1 (< 2^32 since 2^shift < 2 d)
+#ifdef __CUDA_ARCH__
+    shift = 32 - __clz(d - 1);
+#else
     shift = 0;
     while (shift < 31 && (1u << shift) < static_cast<uint32_t>(d)) ++shift;
+#endif
     mul = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << shift) - static_cast<uint32_t>(d))) /
                                 static_cast<uint32_t>(d) + 1);
   }
