@@ -13,7 +13,7 @@ import statistics as st
 import sys
 
 NAMES = {1: "item", 2: "Q", 10: "K", 6: "PV", 3: "turn", 4: "S", 5: "softmax", 7: "lastV", 8: "lastPV", 9: "stored",
-         11: "packed", 12: "kread", 13: "held released"}
+         11: "packed", 12: "kread", 13: "held released", 14: "decoded"}
 lines = open(sys.argv[1]).read().split("=== RUN")[1].split("=== END")[0].splitlines()
 ev = collections.defaultdict(list)
 spans = {}  # block -> (start, end, sm) in ns (globaltimer)
