@@ -1,10 +1,11 @@
 """Per-phase cycle medians of a warp-specialised FA-2 trace (scripts/dev/ws_trace.sh, fa2_ws_trace.patch as
-rebased in session 46). Stamps per consumer item: 1 item start, 2 Q landed, then per key tile 10 K landed,
+rebased in sessions 46-47). Stamps per consumer item: 1 item start, 2 Q landed, 14 the item decoded, then per key
+tile 10 K landed,
 3 ping-pong turn taken (the first tile: S issued), 4 S done, 5 softmax done, 6 the previous tile's P V done
 (D = 97..128's deferred wait: at the top of the next tile, after its 10; elsewhere right after the tile),
 then 7 last V landed, 8 last P V done, (kOInK: 11 O packed, 12 kread waited), 9 O stored; 13 the
-held K stage released (kOInK, after the item's first S is issued). The order differs between the kernels, so the report
-gives the median of every transition between consecutive stamps ("4->5": the softmax), each item's total
+held K stage released (kOInK, after the item's first S is issued). The order differs between the kernels, so
+the report gives the median of every transition between consecutive stamps ("4->5": the softmax), each item's total
 (1 to the next 1), its key tiles and the tile period (3 to 3 within an item). "E" lines (every block's start
 and end, globaltimer ns) give the kernel's span and the share of block time idle at the tail.
 Usage: ws_trace_report.py trace.log"""
