@@ -45,7 +45,7 @@ fi
 # Import the installed package, not the source tree.
 cd tests
 if [[ " $STEPS " == *" tests "* ]]; then
-  $PY -m pytest -q -p no:cacheprovider -rs . ${FFPA_PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
+  $PY -m pytest -q -p no:cacheprovider -rs --durations=30 . ${FFPA_PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
   rc=$?
   say "tests: exit $rc: $(tail -1 "$OUT/pytest.log") (at $(elapsed) s)"
   [ $rc -ne 0 ] && { status=1; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30; }
