@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Development probe (session 47): consumers decode work items with FastDivmod (HEAD) against the compiler's
-# division. fa2_fastdiv_ab.patch adds FFPA_DEV_WS=1: item() by division (the look-ahead kernels too).
-# Build (fa2, D = 128 and 96 / 256 for the unchanged kernels), the FA-2 GPU tests of D = 128 (-k), racecheck /
-# synccheck / memcheck of sanitize_one.py fa2, then fa2_ws_variants.py 0,1,0,1 beside cuDNN. Writes to $OUT.
+# Development A/B of a warp-specialised FA-2 change against what it replaced: PATCH is a scripts/dev patch that adds
+# FFPA_DEV_WS=1 (the other variant) to the launcher, e.g. fa2_o_in_k_ab.patch (session 46: 1 = O from registers),
+# fa2_held_release_ab.patch (session 47: 1 = the held K stage released before the next item's first S),
+# fa2_fastdiv_ab.patch (session 47: 1 = item() by the compiler's division).
+# Build (fa2, FFPA_HEAD_DIMS), the FA-2 GPU tests selected by TEST_K, racecheck / synccheck / memcheck of
+# sanitize_one.py fa2, then fa2_ws_variants.py VARIANTS (default 0,1,0,1) beside cuDNN. Writes to $OUT.
+# On the device: OUT=$OUT [FFPA_HEAD_DIMS=128] [DIMS="128"] [TEST_K=128] bash scripts/dev/fa2_patch_ab.sh PATCH
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-. scripts/dev/with_patch.sh scripts/dev/fa2_fastdiv_ab.patch
+PATCH=${1:?usage: fa2_patch_ab.sh PATCH (a scripts/dev patch adding FFPA_DEV_WS=1)}
+[ -f "$PATCH" ] || PATCH=scripts/dev/$PATCH
+. scripts/dev/with_patch.sh "$PATCH"
 export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2 FFPA_ACCS=fp32 FFPA_HEAD_DIMS=${FFPA_HEAD_DIMS:-64,128,256} FFPA_DTYPES=${FFPA_DTYPES:-bf16,fp16} FFPA_EXPECT_EXTENSION=1
 t0=$(date +%s)
 python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
