@@ -450,9 +450,9 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       int jn = next_tile(w.codes, j + 1, w.n_end);  // the tile after j (n_end: j is the item's last)
       if (!issued) {
         issue_s0(sm, c, rd, q_wg, s);
-        // kOInK: the last item's K stage back once its O store has read it, under this S: the storing
-        // thread's wait held its warpgroup ~700 cycles an item before the S (session 47's trace, D = 128).
-        // The producer needs that stage for the item's third K tile at the earliest.
+        // kOInK: the last item's K stage back once its O store has read it, under this S: before it, the
+        // storing thread's wait for that read delayed its warpgroup's S (session 47: +0.5-3% at D = 128,
+        // N <= 2048). The producer needs that stage for the item's third K tile at the earliest.
         if constexpr (kOInK) Epilogue::release_held(sm, rd);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(s);

@@ -2,8 +2,8 @@
 // a shift (the round-up method of Granlund and Montgomery, as in Hacker's Delight 10-9), for 0 <= x < 2^31
 // and 1 <= d < 2^31. The compiler's signed division is a dependent I2F / MUFU.RCP / F2I / IMAD chain of
 // a few hundred cycles; the persistent kernels decode a work item's (batch, head, block) from its index at
-// every item, on the path to its first GEMM (the warp-specialised FA-2 kernel: ~300 of the ~550 cycles
-// between an item's Q and its first K wait, session 47's trace). Build it once per kernel from the
+// every item, on the path to its first GEMM (the warp-specialised FA-2 kernel: session 47's trace put ~550
+// cycles between an item's Q and its first K wait, mostly two such chains in the SASS). Build it once per kernel from the
 // divisor; the multiplier's 64-bit division runs then. Checked exhaustively for small divisors and at
 // the ends of the range on the host (tests/primitives/layout_host.cu).
 #pragma once
