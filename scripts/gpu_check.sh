@@ -10,6 +10,8 @@
 #   FFPA_ARCHS="80;89;90a" bash scripts/gpu_check.sh             # build for these archs (default: the GPU's)
 #   FFPA_CHECK_BUDGET=570 bash scripts/gpu_check.sh    # skip bench sweeps that would start past 570 s
 #                                                      # (the device runs one command for at most 600 s)
+#   FFPA_TESTS=test_ffpa_gpu.py / FFPA_PYTEST_ARGS=--ignore=test_ffpa_gpu.py   # a part of tests/ (pytest targets),
+#       to split the suite over two device calls (session 47: the build and every test took 589 of the 600 s)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -45,7 +47,7 @@ fi
 # Import the installed package, not the source tree.
 cd tests
 if [[ " $STEPS " == *" tests "* ]]; then
-  $PY -m pytest -q -p no:cacheprovider -rs --durations=30 . ${FFPA_PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
+  $PY -m pytest -q -p no:cacheprovider -rs --durations=30 ${FFPA_TESTS:-.} ${FFPA_PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
   rc=$?
   say "tests: exit $rc: $(tail -1 "$OUT/pytest.log") (at $(elapsed) s)"
   [ $rc -ne 0 ] && { status=1; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30; }
