@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Development A/B of a warp-specialised FA-2 change against what it replaced: PATCH is a scripts/dev patch that adds
-# FFPA_DEV_WS=1 (the other variant) to the launcher, e.g. fa2_o_in_k_ab.patch (session 46: 1 = O from registers),
-# fa2_held_release_ab.patch (session 47: 1 = the held K stage released before the next item's first S),
-# fa2_fastdiv_ab.patch (session 47: 1 = item() by the compiler's division).
+# Development A/B of a warp-specialised FA-2 change against what it replaced: the last PATCH is a scripts/dev patch
+# that adds FFPA_DEV_WS=1 (the other variant) to the launcher, e.g. fa2_o_in_k_ab.patch (session 46: 1 = O from
+# registers), fa2_held_release_ab.patch (session 47: 1 = the held K stage released before the next item's first S),
+# fa2_fastdiv_ab.patch (session 47: 1 = item() by the compiler's division), fa2_ahead_d128.patch (prepared in session
+# 47: 1 = the look-ahead twin at D = 97..128); patches before it are applied first (a change not yet on main, e.g.
+# `fa2_patch_ab.sh fa2_finish_early.patch fa2_finish_early_ab.patch`: 1 = main's placement).
 # Build (fa2, FFPA_HEAD_DIMS), the FA-2 GPU tests selected by TEST_K, racecheck / synccheck / memcheck of
 # sanitize_one.py fa2, then fa2_ws_variants.py VARIANTS (default 0,1,0,1) beside cuDNN. Writes to $OUT.
-# On the device: OUT=$OUT [FFPA_HEAD_DIMS=128] [DIMS="128"] [TEST_K=128] bash scripts/dev/fa2_patch_ab.sh PATCH
+# On the device: OUT=$OUT [FFPA_HEAD_DIMS=128] [DIMS="128"] [TEST_K=128] bash scripts/dev/fa2_patch_ab.sh [PATCH ...] PATCH
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-PATCH=${1:?usage: fa2_patch_ab.sh PATCH (a scripts/dev patch adding FFPA_DEV_WS=1)}
-[ -f "$PATCH" ] || PATCH=scripts/dev/$PATCH
-. scripts/dev/with_patch.sh "$PATCH"
+[ $# -gt 0 ] || { echo "usage: fa2_patch_ab.sh [PATCH ...] PATCH (the last adds FFPA_DEV_WS=1)"; exit 2; }
+PATCHES=()
+for p in "$@"; do [ -f "$p" ] && PATCHES+=("$p") || PATCHES+=("scripts/dev/$p"); done
+. scripts/dev/with_patch.sh "${PATCHES[@]}"
 export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2 FFPA_ACCS=fp32 FFPA_HEAD_DIMS=${FFPA_HEAD_DIMS:-64,128,256} FFPA_DTYPES=${FFPA_DTYPES:-bf16,fp16} FFPA_EXPECT_EXTENSION=1
 t0=$(date +%s)
 python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
