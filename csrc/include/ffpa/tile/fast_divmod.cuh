@@ -12,10 +12,9 @@
 namespace ffpa {
 
 struct FastDivmod {
-  int d = 1;
-  uint32_t mul = 1, shift = 0;
+  int d;
+  uint32_t mul, shift;
 
-  FastDivmod() = default;
   __host__ __device__ __forceinline__ explicit FastDivmod(int divisor) : d(divisor) {
     // shift = ceil(log2 d); mul = floor(2^32 (2^shift - d) / d) + 1 (< 2^32 since 2^shift < 2 d)
 #ifdef __CUDA_ARCH__
