@@ -52,16 +52,32 @@ struct RowsOut {
     uint32_t o[2][kNO];
     float lse[2];
   };
-  static __device__ __forceinline__ void pack(const float (&o)[kNO][4], const float (&row_max)[2],
-                                              const float (&row_sum)[2], Packed& out) {
+  // What the rows' statistics give the store: 1 / l and the LSE of both rows. From the finished row max and
+  // sums alone, so a kernel may compute it while its last P V still runs (shuffles, MUFU.RCP and .LG2).
+  struct Finish {
+    float inv[2], lse[2];
+  };
+  static __device__ __forceinline__ Finish finish(const float (&row_max)[2], const float (&row_sum)[2]) {
+    Finish f;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const float l = quad_sum(row_sum[r]);
-      const float inv = inv_row_sum(l);
-#pragma unroll
-      for (int n = 0; n < kNO; ++n) out.o[r][n] = Num::pack2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-      out.lse[r] = row_lse(row_max[r], l);
+      f.inv[r] = inv_row_sum(l);
+      f.lse[r] = row_lse(row_max[r], l);
     }
+    return f;
+  }
+  static __device__ __forceinline__ void pack(const float (&o)[kNO][4], const Finish& f, Packed& out) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int n = 0; n < kNO; ++n) out.o[r][n] = Num::pack2(o[n][2 * r] * f.inv[r], o[n][2 * r + 1] * f.inv[r]);
+      out.lse[r] = f.lse[r];
+    }
+  }
+  static __device__ __forceinline__ void pack(const float (&o)[kNO][4], const float (&row_max)[2],
+                                              const float (&row_sum)[2], Packed& out) {
+    pack(o, finish(row_max, row_sum), out);
   }
   static __device__ __forceinline__ void store_packed(const FwdParams& p, int batch, int head, int row0, int g, int t4,
                                                       const Packed& in) {

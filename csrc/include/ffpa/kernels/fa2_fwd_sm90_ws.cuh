@@ -478,10 +478,14 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
         }
       }
     }
+    // kOInK: the rows' 1 / l and LSE for the store, under the last P V (the statistics are final after the
+    // last softmax; the split tail's merge, which changes them, is not in this kernel).
+    typename Out::Finish fin;
     if (any) {
       sm.ring_v.consumer_wait(rd.sv);
       ptx::wgmma_fence_operand(o);
       issue_pv(o, pf, sm.v + rd.sv.stage * Plan::kVBytes);
+      if constexpr (kOInK) fin = Out::finish(row_max, row_sum);
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(o);
       if (lane == 0) sm.ring_v.consumer_release(rd.sv);
@@ -517,7 +521,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
         Epilogue::store_unit(p, maps, sm, w, c, row0, g, t4, po, piece, store);
       }
     } else if (kOInK && any) {
-      Epilogue::store_in_k(p, maps, sm, w, c, rd, row0, g, t4, o, row_max, row_sum);
+      Epilogue::store_in_k(p, maps, sm, w, c, rd, row0, g, t4, o, fin);
     } else if (store) {
       Out::store(p, w.batch, w.head, row0, g, t4, o, row_max, row_sum);
     }

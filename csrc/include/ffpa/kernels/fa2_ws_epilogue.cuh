@@ -67,13 +67,13 @@ struct Fa2WsEpilogue {
   }
 
   // kOInK: O / l packed and staged in this warpgroup's half of the held K tile once every consumer's last S
-  // of the item has read it (kread); the stage stays held until release_held.
+  // of the item has read it (kread); the stage stays held until release_held. fin: the rows' 1 / l and LSE
+  // (RowsOut::finish, computed under the last P V).
   static __device__ __forceinline__ void store_in_k(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
                                                     const Item& w, int c, Reader& rd, int row0, int g, int t4,
-                                                    const float (&o)[K::kNO][4], const float (&row_max)[2],
-                                                    const float (&row_sum)[2]) {
+                                                    const float (&o)[K::kNO][4], const typename Out::Finish& fin) {
     Packed po;
-    Out::pack(o, row_max, row_sum, po);
+    Out::pack(o, fin, po);
     const int st = rd.held;
     ptx::mbarrier_wait_parity(sm.kread + 8 * st, (rd.kread_phase >> st) & 1u);
     rd.kread_phase ^= 1u << st;
