@@ -3,8 +3,9 @@
 # that adds FFPA_DEV_WS=1 (the other variant) to the launcher, e.g. fa2_o_in_k_ab.patch (session 46: 1 = O from
 # registers), fa2_held_release_ab.patch (session 47: 1 = the held K stage released before the next item's first S),
 # fa2_fastdiv_ab.patch (session 47: 1 = item() by the compiler's division), fa2_ahead_d128.patch (prepared in session
-# 47: 1 = the look-ahead twin at D = 97..128); patches before it are applied first (a change not yet on main, e.g.
-# `fa2_patch_ab.sh fa2_finish_early.patch fa2_finish_early_ab.patch`: 1 = main's placement).
+# 47: 1 = the look-ahead twin at D = 97..128; measured in session 48), fa2_finish_early_ab.patch (session 48: 1 = 1 / l
+# and the LSE after the last P V), fa2_sum_mma.patch (session 48: the change and its switch in one, 1 = the FADD sums);
+# patches before the last are applied first (a change not yet on main).
 # Build (fa2, FFPA_HEAD_DIMS), the FA-2 GPU tests selected by TEST_K, racecheck / synccheck / memcheck of
 # sanitize_one.py fa2, then fa2_ws_variants.py VARIANTS (default 0,1,0,1) beside cuDNN. Writes to $OUT.
 # On the device: OUT=$OUT [FFPA_HEAD_DIMS=128] [DIMS="128"] [TEST_K=128] bash scripts/dev/fa2_patch_ab.sh [PATCH ...] PATCH
