@@ -28,9 +28,9 @@ def segments(lines):
         addr, op = m.groups()
         if op.startswith("WARPGROUP.DEPBAR"):
             cut(f"wait {line.split('DEPBAR.LE')[1].split(';')[0].strip()} @{addr}")
-        elif op.startswith("HGMMA"):
-            if not mark.startswith("HGMMA"):
-                cut(f"HGMMA @{addr}")
+        elif op.startswith(("HGMMA", "QGMMA")):
+            if not mark.startswith(op[:5]):
+                cut(f"{op[:5]} @{addr}")
             cur["hgmma"] = cur.get("hgmma", 0) + 1
         elif op.startswith(("BAR.SYNC", "BAR.ARV")):
             cut(f"{op} @{addr}")
