@@ -127,9 +127,10 @@ for mode in ("auto", "sync") if "fa2" in PARTS else ():
             qm = torch.randn(1, hq, L, d, device="cuda", dtype=dt, generator=torch.Generator(device="cuda").manual_seed(7))
             for causal in (False, True):
                 run(qm, k, v, is_causal=causal)
-            if C.fa2_ws_look_ahead(d, 1030):
+            if C.fa2_ws_look_ahead(d, 1030) or (d == 128 and C.fa2_ws_pf_pair(1030)):
                 # Long keys: the look-ahead kernel (launch/heuristics.h fa2_ws_look_ahead; the next item's
-                # first S issued before the epilogue), a negative scale flipping the next item's Q there.
+                # first S issued before the epilogue), a negative scale flipping the next item's Q there; at
+                # D = 128 the kernel with P in two register buffers (fa2_ws_pf_pair).
                 g = torch.Generator(device="cuda").manual_seed(8)
                 kl, vl = (torch.randn(1, 2, 1030, d, device="cuda", dtype=dt, generator=g) for _ in range(2))
                 for causal in (False, True):

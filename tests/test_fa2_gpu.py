@@ -223,6 +223,27 @@ def test_fa2_look_ahead_kernel(dtype, D, causal, scale, mma):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("causal", ["none", "top_left", "bottom_right"])
+@pytest.mark.parametrize("S", [1023, 1100, 1200])
+def test_fa2_p_buffer_pair(dtype, causal, S, mma):
+    """D = 128's deferred-wait Hopper kernel with P in two register buffers (launch/heuristics.h fa2_ws_pf_pair:
+    from 1024 keys; 1023 runs the one-buffer kernel): items of 9 and 10 key tiles, so an item's last P ends in
+    either buffer (the second copied to the first before the last P V), causal items of every count; more items
+    than SMs, GQA, a negative scale."""
+    import ffpa_attn._C as C
+
+    need(dtype, 128)
+    assert C.fa2_ws_pf_pair(S) == (S >= 1024)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    Hq = sms // 4 + 1
+    L = 700 + S % 97
+    q, k, v = rand_qkv(2, Hq, 1 if Hq % 2 else 2, L, S, 128, dtype, seed=S + 5)
+    scale = -0.08 if S == 1100 else None
+    out, lse = run_fa2(q, k, v, causal, scale=scale)
+    check(out, lse, q, k, v, causal, scale=scale, what=f"D=128 {causal} Hq={Hq} L={L} S={S}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("D", [32, 64, 96, 128])
 @pytest.mark.parametrize("causal", ["none", "bottom_right"])
 @pytest.mark.parametrize("layout", ["bhld", "blhd"])

@@ -204,6 +204,41 @@ def test_the_look_ahead_rule_edges():
     assert not C.fa2_ws_look_ahead(0, 4096) and C.fa2_ws_look_ahead(32, 4096)
 
 
+# ---- P in two register buffers at D = 97..128 (csrc/launch/heuristics.h fa2_ws_pf_pair) --------------------
+
+# Session 48, one H100, bf16, D = 128, TFLOPS one P buffer / two (two interleaved pairs each, the first quoted):
+# (causal, B, H, N) -> the faster
+PF_PAIR_MEASURED = {
+    (0, 128, 12, 197): "one",  # 241.7 / 237.3
+    (1, 128, 12, 197): "one",  # 131.5 / 126.5
+    (0, 64, 16, 256): "one",  # 345.9 / 333.1
+    (1, 64, 16, 256): "one",  # 172.2 / 165.8
+    (0, 32, 16, 512): "one",  # 462.3 / 458.5
+    (1, 32, 16, 512): "one",  # 310.3 / 305.1
+    (0, 16, 16, 1024): "two",  # 536.4 / 542.9
+    (1, 16, 16, 1024): "two",  # 406.7 / 411.8
+    (0, 8, 16, 2048): "two",  # 590.6 / 605.1
+    (1, 8, 16, 2048): "two",  # 524.7 / 538.6
+    (0, 1, 32, 8192): "two",  # 633.8 / 658.3
+    (1, 1, 32, 8192): "two",  # 597.2 / 617.3
+}
+
+
+@pytest.mark.parametrize("cell,faster", sorted(PF_PAIR_MEASURED.items()), ids=lambda c: str(c))
+def test_the_p_buffer_pair_runs_where_it_measured_faster(cell, faster):
+    import ffpa_attn._C as C
+
+    causal, B, H, n = cell
+    assert C.fa2_ws_pf_pair(n) == (faster == "two")
+
+
+def test_the_p_buffer_pair_rule_edge():
+    import ffpa_attn._C as C
+
+    assert not C.fa2_ws_pf_pair(1023) and C.fa2_ws_pf_pair(1024) and C.fa2_ws_pf_pair(1 << 20)
+    assert not C.fa2_ws_pf_pair(0)
+
+
 # ---- the split tail (csrc/launch/heuristics.h fa2_split_tail, csrc/include/ffpa/kernels/fa2_split_plan.h) --
 
 

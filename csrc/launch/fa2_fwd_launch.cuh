@@ -55,7 +55,7 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
   // Ping-pong turns between the consumer warpgroups: +0.5..1.5% at D = 64..256 (H200, one run;
   // docs/hopper_profile.md).
   static constexpr bool kPingPong = true;
-  static inline bool opted_in[2][2][64] = {};  // [split twin][look-ahead twin][device]
+  static inline bool opted_in[2][3][64] = {};  // [split twin][variant: 0, look-ahead, P buffer pair][device]
   using Kernel = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore, kQSlots>;
   static constexpr bool kOwnEnd = Kernel::kOwnEnd;  // each consumer's own end (the look-ahead twin's too)
   // O out by TMA through the item's last K stage (Fa2FwdWs kOInK: D = 97..128's deferred-wait kernel; not the
@@ -66,18 +66,24 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
   static constexpr bool kAheadBuilt = kD <= kFa2LookAheadMaxDim;
   // The split tail's twin (Fa2FwdWs kSplit) runs the calls that split; compiled on the table's tile only
   // (kSplitOn: the masked tile's calls are masked or short, launch/heuristics.h fa2_narrow_tile).
+  // P in two register buffers (Fa2FwdWs kPfPair: the deferred-wait kernel, D = 97..128) from kFa2PfPairMinKeys
+  // (launch/heuristics.h fa2_ws_pf_pair); the split twin, which runs long keys only, always.
+  static constexpr bool kPfPairBuilt = Kernel::kDefer;
   template <bool kSplit>
-  static attn::Fa2KernelWs kernel_of(bool ahead) {
+  static attn::Fa2KernelWs kernel_of(bool ahead, bool pair) {
     if constexpr (kAheadBuilt) {
       if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true, kTmaStore, kQSlots, kSplit>;
     }
+    if constexpr (kPfPairBuilt) {
+      if (pair || kSplit) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots, kSplit, !kSplit && kOInK, true>;
+    }
     return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots, kSplit, !kSplit && kOInK>;
   }
-  static attn::Fa2KernelWs kernel(bool ahead = false, bool split = false) {
+  static attn::Fa2KernelWs kernel(bool ahead = false, bool split = false, bool pair = false) {
     if constexpr (kSplitOn) {
-      if (split) return kernel_of<true>(ahead);
+      if (split) return kernel_of<true>(ahead, pair);
     }
-    return kernel_of<false>(ahead);
+    return kernel_of<false>(ahead, pair);
   }
 
   // Auto depth only: an explicit num_stages pins the cp.async kernel's ring.
@@ -154,8 +160,9 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
     // The split tail (launch/heuristics.h fa2_split_tail) where the op gave its workspace (split_bytes).
     const Fa2SplitPlan split = split_plan(p);
     const bool splits = split.shares > 0 && p.work_counter != nullptr && p.o_accum != nullptr;
-    const auto fn = kernel(ahead, splits);
-    const cudaError_t err = opt_in_smem(fn, smem, opted_in[splits ? 1 : 0][ahead ? 1 : 0]);
+    const bool pair = kPfPairBuilt && !ahead && (splits || fa2_ws_pf_pair(p.len_kv));
+    const auto fn = kernel(ahead, splits, pair);
+    const cudaError_t err = opt_in_smem(fn, smem, opted_in[splits ? 1 : 0][ahead ? 1 : pair ? 2 : 0]);
     if (err != cudaSuccess) return err;
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
     if (static_cast<int64_t>(m_blocks) * p.heads_q * p.batch > INT32_MAX) return cudaErrorNotSupported;

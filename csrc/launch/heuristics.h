@@ -390,6 +390,15 @@ inline bool fa2_ws_look_ahead(int head_dim, int len_kv) {
   return len_kv >= (head_dim <= 64 ? kFa2LookAheadMinKeys64 : kFa2LookAheadMinKeys96);
 }
 
+// FA-2 on Hopper, the deferred-wait kernel (D = 97..128): whether P goes to two register buffers in turn, each
+// tile packing its P right after its softmax (Fa2FwdWs kPfPair). One H100, bf16, D = 128, TFLOPS one buffer /
+// two, same run (session 48, scripts/dev/fa2_patch_ab.sh fa2_pf_pair.patch): B=8 H=16 N=2048 590.6 / 605.1
+// (causal 526 / 539), B=1 H=32 N=8192 634 / 658 (causal 593 / 619), B=16 N=1024 536 / 543 (causal 407 / 411);
+// B=32 N=512 462 / 459 (causal 310 / 305), B=64 N=256 347 / 333, B=128 H=12 N=197 242 / 238 (causal 132 / 127).
+// The split tail's twin (4096+ keys) always takes the pair.
+constexpr int kFa2PfPairMinKeys = 1024;
+inline bool fa2_ws_pf_pair(int len_kv) { return len_kv >= kFa2PfPairMinKeys; }
+
 // FA-2 on Hopper: the warp-specialised kernel stores O through shared memory by TMA (Fa2FwdWs kTmaStore:
 // stmatrix into a 128-byte-swizzled buffer per consumer, one bulk tensor store a 64-column chunk) at
 // D <= kFa2TmaStoreMaxDim, on the tiles where two K/V stages fit beside the buffer (compile-time: the

@@ -68,7 +68,7 @@
 namespace ffpa::attn {
 
 template <typename Traits, bool kPingPong, bool kAheadOn = false, bool kTmaStore = false, int kQSlots = 1,
-          bool kSplit = false, bool kOInKOn = false>
+          bool kSplit = false, bool kOInKOn = false, bool kPfPairOn = false>
 struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   using Items = Fa2WsItems<Traits::kBlockM, Traits::kBlockN>;
   using typename Items::Item;
@@ -103,6 +103,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // same 128-key tile ran 1-3% slower deferred than not.
   static constexpr bool kDefer = Plan::kConsumers == 2 && Traits::kBlockN <= 128 && Traits::kHeadDim > 96 &&
                                  Traits::kHeadDim <= 128;
+  // kDefer: P in two register buffers taken in turn, so a tile packs its P right after its softmax, in the same
+  // block of code (the conversions interleave with the exponentials), while the P V before it still reads the
+  // other buffer; one buffer packed after the P V wait put the 32 conversions on the path to the next S. Session
+  // 48, one H100, D = 128: +2.5% at B=8 N=2048, +4% at B=1 N=8192 (causal the same), +1.4% at N=1024, but -1..-4%
+  // on items of 2-4 key tiles (not understood); the launcher takes it from kFa2PfPairMinKeys (launch/heuristics.h).
+  static constexpr bool kPfPair = kDefer && kPfPairOn;
   static constexpr int kNO = Traits::kNTilesO;
   using Out = RowsOut<Element, kNO>;  // the epilogue's stores (fa2_ws_epilogue.cuh, from registers or by TMA)
   // Past Dv = 320 O (Dv / 2 registers a thread) leaves no room for S_j beside P_{j-1} and O: a turn
@@ -243,6 +249,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // The previous tile's P V done: its V stage released, O rescaled by this tile's alpha, this
   // tile's P packed as the next P V's operand.
   struct Reader;
+  // kPfPair: no pack here (the tile packed its P after its softmax).
   static __device__ __forceinline__ void complete_pv(const Smem& sm, Reader& rd, int lane, float (&o)[kNO][4],
                                                      const float (&alpha)[2], const float (&s)[kNS][4],
                                                      uint32_t (&pf)[kKStepsPV][4]) {
@@ -251,7 +258,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     if (lane == 0) sm.ring_v.consumer_release(rd.sv);
     rd.sv.advance();
     rescale_strip(o, alpha);
-    pack(s, pf);
+    if constexpr (!kPfPair) pack(s, pf);
   }
 
   // One key tile after the item's first: S_j and P_{j-1} V_{j-1} issued on this warpgroup's turn, the
@@ -263,7 +270,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
                                               int lane, int row0, int g, int t4, uint32_t q_wg, float scale_log2,
                                               int& j, int& jn, float (&s)[kNS][4], float (&o)[kNO][4],
                                               uint32_t (&pf)[kKStepsPV][4], float (&row_max)[2], float (&row_sum)[2],
-                                              float (&alpha)[2]) {
+                                              float (&alpha)[2], uint32_t (&pf_next)[kKStepsPV][4]) {
     j = jn;
     jn = next_tile(w.codes, j + 1, w.n_end);
     sm.ring_k.consumer_wait(rd.sk);
@@ -292,6 +299,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     // P V and the epilogue run.
     if (jn >= w.n_end) release_q(sm, rd, lane);
     softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
+    if constexpr (kPfPair) pack(s, pf_next);  // (the P V just issued reads pf)
   }
 
   // Consumer state carried across items: where this warpgroup is in the three rings.
@@ -465,15 +473,36 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
         // P_{j-1} V_{j-1} completes at the top of the next tile, after that tile's wait for K: a separate
         // block of code, so ptxas cannot sink S_j's softmax below that wait (in one block it does, and
         // the softmax runs after P V instead of under it: docs/hopper_profile.md, session 19).
-        if (jn < w.n_end) {
-          tile<false>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha);
+        if constexpr (kPfPair) {
+          if (jn < w.n_end) {
+            // Unrolled twice so each tile's buffers are known: P_{j-1} V_{j-1} reads one while P_j goes to the other.
+            uint32_t pf2[kKStepsPV][4];
+            tile<false>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha, pf2);
+            bool in2 = true;  // the item's last P is in pf2
+            while (jn < w.n_end) {
+              tile<true>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf2, row_max, row_sum, alpha, pf);
+              in2 = false;
+              if (jn >= w.n_end) break;
+              tile<true>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha, pf2);
+              in2 = true;
+            }
+            complete_pv(sm, rd, lane, o, alpha, s, pf);
+            if (in2) {  // the last P V reads pf
+#pragma unroll
+              for (int kk = 0; kk < kKStepsPV; ++kk)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) pf[kk][e] = pf2[kk][e];
+            }
+          }
+        } else if (jn < w.n_end) {
+          tile<false>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha, pf);
           while (jn < w.n_end)
-            tile<true>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha);
+            tile<true>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha, pf);
           complete_pv(sm, rd, lane, o, alpha, s, pf);
         }
       } else {
         while (jn < w.n_end) {
-          tile<false>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha);
+          tile<false>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha, pf);
           complete_pv(sm, rd, lane, o, alpha, s, pf);
         }
       }
@@ -566,12 +595,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 using Fa2KernelWs = void (*)(FwdParams, Fa2TmaMaps);
 
 template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false, int kQSlots = 1, bool kSplit = false,
-          bool kOInK = false>
+          bool kOInK = false, bool kPfPair = false>
 __global__ void __launch_bounds__(Fa2WsPlan<Traits, kTmaStore, kQSlots>::kThreads, 1)
     fa2_fwd_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fa2TmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];
-  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore, kQSlots, kSplit, kOInK>::run(p, maps, smem);
+  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore, kQSlots, kSplit, kOInK, kPfPair>::run(p, maps, smem);
 #elif defined(__CUDA_ARCH__)
   __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)
 #endif
