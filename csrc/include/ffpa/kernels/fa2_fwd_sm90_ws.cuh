@@ -103,11 +103,10 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // same 128-key tile ran 1-3% slower deferred than not.
   static constexpr bool kDefer = Plan::kConsumers == 2 && Traits::kBlockN <= 128 && Traits::kHeadDim > 96 &&
                                  Traits::kHeadDim <= 128;
-  // kDefer: P in two register buffers taken in turn, so a tile packs its P right after its softmax, in the same
-  // block of code (the conversions interleave with the exponentials), while the P V before it still reads the
-  // other buffer; one buffer packed after the P V wait put the 32 conversions on the path to the next S. Session
-  // 48, one H100, D = 128: +2.5% at B=8 N=2048, +4% at B=1 N=8192 (causal the same), +1.4% at N=1024, but -1..-4%
-  // on items of 2-4 key tiles (not understood); the launcher takes it from kFa2PfPairMinKeys (launch/heuristics.h).
+  // kDefer: P in two register buffers taken in turn, so a tile converts its P right after its softmax (beside the
+  // exponentials) while the P V before reads the other; with one buffer ptxas sank the conversions past the next
+  // ping-pong turn (SASS: docs/hopper_profile.md session 48). From kFa2PfPairMinKeys (launch/heuristics.h): +2.5..4%
+  // at 2048-8192 keys on an H100, -1..-4% on items of 2-4 key tiles (not understood).
   static constexpr bool kPfPair = kDefer && kPfPairOn;
   static constexpr int kNO = Traits::kNTilesO;
   using Out = RowsOut<Element, kNO>;  // the epilogue's stores (fa2_ws_epilogue.cuh, from registers or by TMA)
@@ -487,12 +486,9 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
               in2 = true;
             }
             complete_pv(sm, rd, lane, o, alpha, s, pf);
-            if (in2) {  // the last P V reads pf
+            if (in2)  // the last P V reads pf
 #pragma unroll
-              for (int kk = 0; kk < kKStepsPV; ++kk)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) pf[kk][e] = pf2[kk][e];
-            }
+              for (int i = 0; i < 4 * kKStepsPV; ++i) pf[i / 4][i % 4] = pf2[i / 4][i % 4];
           }
         } else if (jn < w.n_end) {
           tile<false>(p, sm, w, c, rd, lane, row0, g, t4, q_wg, scale_log2, j, jn, s, o, pf, row_max, row_sum, alpha, pf);
