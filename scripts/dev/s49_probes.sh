@@ -20,7 +20,7 @@ if [[ " $STEPS " == *" fp8 "* ]]; then
   mkdir -p "$OUT/fp8"
   (
     . scripts/dev/with_patch.sh scripts/dev/fp8_defer_pair.patch
-    export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2,fp8 FFPA_ACCS=fp32 FFPA_HEAD_DIMS=64 FFPA_DTYPES=bf16 FFPA_EXPECT_EXTENSION=1
+    export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2,fp8 FFPA_ACCS=fp32 FFPA_HEAD_DIMS=64 FFPA_DTYPES=bf16,e4m3 FFPA_EXPECT_EXTENSION=1
     python3 setup.py build_ext --inplace > "$OUT/fp8/build.log" 2>&1 || { tail -30 "$OUT/fp8/build.log"; exit 1; }
     (cd tests && PYTHONPATH=$PWD/.. timeout 150 python3 -m pytest -q -p no:cacheprovider -x test_fp8_gpu.py -k 64 \
       > "$OUT/fp8/pytest.log" 2>&1; echo "fp8 tests: $(tail -1 "$OUT/fp8/pytest.log")")
