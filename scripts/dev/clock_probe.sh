@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Development probe (#15: host-to-host variance): SM clock, power and temperature sampled by nvidia-smi
 # while one kernel runs back to back for a few seconds: our FA-2 (D=128, 256) and FFPA L1 (D=512)
-# against SDPA cuDNN / EA on the same shapes (bf16, B=1 H=32 N=8192). Needs an installed build with
-# fa2 and ffpa_l1 for those dims. Writes to $OUT.
+# against SDPA cuDNN / EA on the same shapes (bf16, B=1 H=32 N=8192; SHAPE="B H N" for another). Needs an installed
+# build with fa2 and ffpa_l1 for those dims. RUNS="ours 128,cudnn 128" picks the runs (default all six). Writes to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}
@@ -10,7 +10,8 @@ cat > /tmp/clock_one.py <<'PY'
 import sys, time, torch, ffpa_attn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 which, D, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-q, k, v = (torch.randn(1, 32, 8192, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+B, H, N = (int(x) for x in sys.argv[4].split()) if len(sys.argv) > 4 else (1, 32, 8192)
+q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "ea": SDPBackend.EFFICIENT_ATTENTION}.get(which)
 def step():
     if backend is None:
@@ -25,14 +26,16 @@ while time.perf_counter() - t0 < secs:
     for _ in range(5): step()
     torch.cuda.synchronize(); n += 5
 dt = time.perf_counter() - t0
-print(f"{which} D={D}: {dt / n * 1e3:.3f} ms/call, {4 * 32 * 8192 * 8192 * D / (dt / n) / 1e12:.0f} TFLOPS")
+print(f"{which} D={D} B={B} H={H} N={N}: {dt / n * 1e3:.3f} ms/call, {4 * B * H * N * N * D / (dt / n) / 1e12:.0f} TFLOPS")
 PY
-for run in "ours 128" "cudnn 128" "ours 256" "cudnn 256" "ours 512" "ea 512"; do
+[ -n "${WRITE_ONLY:-}" ] && exit 0  # (clock_reasons.sh: the runner only)
+IFS=, read -ra RUN_LIST <<< "${RUNS:-ours 128,cudnn 128,ours 256,cudnn 256,ours 512,ea 512}"
+for run in "${RUN_LIST[@]}"; do
   set -- $run
   nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader,nounits -lms 200 > "$OUT/smi_$1_$2.csv" &
   smi=$!
   sleep 0.5
-  python3 /tmp/clock_one.py $1 $2 ${CLOCK_SECS:-4}
+  python3 /tmp/clock_one.py $1 $2 ${CLOCK_SECS:-4} "${SHAPE:-1 32 8192}"
   kill $smi 2>/dev/null; wait $smi 2>/dev/null
   python3 - "$OUT/smi_$1_$2.csv" <<'PY'
 import sys, statistics
