@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import ffpa_attn
 from conftest import cuda_available
@@ -138,6 +139,34 @@ def test_fa2_scores_rising_then_jumping(dtype, D, causal, mma):
     k = rising_then_jumping_keys(k)
     out, lse = run_fa2(q, k, v, causal)
     check(out, lse, q, k, v, causal, what=f"D={D} {causal} rising scores")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", ["none", "bottom_right"])
+def test_fa2_scores_far_above_the_standing_max(dtype, D, causal, mma):
+    """Scores in the last quarter of the keys hundreds of units (base 2) above every earlier one: the Hopper
+    kernel's standing max (attn/standing_max.cuh) sees P overflow to inf there and recomputes that tile's S from
+    global memory before the exact update; output and LSE as the reference's."""
+    need(dtype, D)
+    q, k, v = rand_qkv(2, 4, 2, 300, 1500, D, dtype, seed=43)
+    k = rising_then_jumping_keys(k, top=2.5, jump=40.0)
+    out, lse = run_fa2(q, k, v, causal)
+    check(out, lse, q, k, v, causal, what=f"D={D} {causal} scores far above the standing max")
+
+
+@pytest.mark.parametrize("D", [64, 128, 256])
+def test_fa2_nan_key_propagates(D, mma):
+    """A NaN in one key of a late tile (no mask): every row that sees it is NaN, as in SDPA's math, whichever way
+    the tile's softmax runs (the standing max lets a NaN sum pass its test and propagate)."""
+    dtype = _first_dtype()
+    need(dtype, D)
+    q, k, v = rand_qkv(1, 2, 2, 200, 1000, D, dtype, seed=47)
+    k[:, :, 777, 5] = float("nan")
+    out = ffpa_attn.forward(q, k, v, strict=True)
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    assert torch.isnan(ref).any(-1).all()
+    assert torch.equal(torch.isnan(out).any(-1), torch.isnan(ref).any(-1))
 
 
 @pytest.mark.parametrize("D", [64, 128, 256, 320, 384])

@@ -53,6 +53,7 @@
 #include <math_constants.h>
 
 #include "ffpa/attn/rows_out.cuh"
+#include "ffpa/attn/standing_max.cuh"
 #include "ffpa/kernels/fa2_common.cuh"
 #include "ffpa/kernels/fa2_ws_schedule.cuh"
 #include "ffpa/kernels/fa2_ws_epilogue.cuh"
@@ -68,7 +69,7 @@
 namespace ffpa::attn {
 
 template <typename Traits, bool kPingPong, bool kAheadOn = false, bool kTmaStore = false, int kQSlots = 1,
-          bool kSplit = false, bool kOInKOn = false, bool kPfPairOn = false>
+          bool kSplit = false, bool kOInKOn = false, bool kPfPairOn = false, bool kStandingMaxOn = true>
 struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   using Items = Fa2WsItems<Traits::kBlockM, Traits::kBlockN>;
   using typename Items::Item;
@@ -108,6 +109,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // ping-pong turn (SASS: docs/hopper_profile.md session 48). From kFa2PfPairMinKeys (launch/heuristics.h): +2.5..4%
   // at 2048-8192 keys on an H100, -1..-4% on items of 2-4 key tiles (not understood).
   static constexpr bool kPfPair = kDefer && kPfPairOn;
+  // The standing max (attn/standing_max.cuh): no tile row max once a warp's rows have theirs.
+  static constexpr bool kStandingMax = kStandingMaxOn;
   static constexpr int kNO = Traits::kNTilesO;
   using Out = RowsOut<Element, kNO>;  // the epilogue's stores (fa2_ws_epilogue.cuh, from registers or by TMA)
   // Past Dv = 320 O (Dv / 2 registers a thread) leaves no room for S_j beside P_{j-1} and O: a turn
@@ -215,15 +218,13 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     if (per_elem)
       Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&s), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
     const float sf = per_elem ? 1.f : scale_log2;
-    float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
-    float neg_m[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      alpha[r] = online_update_lazy(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r]);
-    }
-    exp2_strip_add_sums(s, sf, neg_m, row_sum);
+    // attn/standing_max.cuh: P against each row's max as it stands where the warp's rows have one; redo puts S
+    // back (masked as above) for the rare repair of a P that overflowed.
+    tile_softmax<kStandingMax>(s, sf, row_max, row_sum, alpha, [&](float (&t)[kNS][4]) {
+      recompute_s_strip<Element, Traits::kHeadDim>(p, w.batch, w.head, row0, g, n0, t4, t);
+      if (per_elem)
+        Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&t), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
+    });
   }
 
   // P in b16 as the A operand of P V: the accumulator layout of S n8 tiles 2 kk and 2 kk + 1 is
@@ -591,12 +592,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 using Fa2KernelWs = void (*)(FwdParams, Fa2TmaMaps);
 
 template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false, int kQSlots = 1, bool kSplit = false,
-          bool kOInK = false, bool kPfPair = false>
+          bool kOInK = false, bool kPfPair = false, bool kStandingMaxOn = true>
 __global__ void __launch_bounds__(Fa2WsPlan<Traits, kTmaStore, kQSlots>::kThreads, 1)
     fa2_fwd_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fa2TmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(128) char smem[];
-  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore, kQSlots, kSplit, kOInK, kPfPair>::run(p, maps, smem);
+  Fa2FwdWs<Traits, kPingPong, kAhead, kTmaStore, kQSlots, kSplit, kOInK, kPfPair, kStandingMaxOn>::run(p, maps, smem);
 #elif defined(__CUDA_ARCH__)
   __trap();  // no wgmma / TMA in this pass (the launcher only picks this kernel on sm_90a)
 #endif
