@@ -9,6 +9,8 @@ capability >= 8.0 or FA-2 kernels in the build; a failure where the extension is
 (the 4097-long cases run for few combinations)."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -153,6 +155,23 @@ def test_fa2_scores_far_above_the_standing_max(dtype, D, causal, mma):
     k = rising_then_jumping_keys(k, top=2.5, jump=40.0)
     out, lse = run_fa2(q, k, v, causal)
     check(out, lse, q, k, v, causal, what=f"D={D} {causal} scores far above the standing max")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
+@pytest.mark.parametrize("D", [64, 128, 256])
+def test_fa2_one_key_near_the_float_limit(dtype, D, mma):
+    """Every score 0 but one key's, 127.6 above them (base 2) in a late tile: P = 2^127.6 stays finite, so the
+    standing max's after-the-fact update scales the row by 2^-126 (its largest step: 2^-127 is no normal float);
+    the output is that key's value row (the other 1499 weigh 2^-127.6 each)."""
+    need(dtype, D)
+    B, H, L, S = 1, 2, 256, 1500
+    q = torch.zeros(B, H, L, D, device="cuda", dtype=dtype)
+    k = torch.zeros(B, H, S, D, device="cuda", dtype=dtype)
+    q[..., 0] = 1.0
+    k[:, :, 1100, 0] = 127.6 / (math.log2(math.e) / math.sqrt(D))
+    v = torch.randn(B, H, S, D, device="cuda", dtype=dtype, generator=torch.Generator(device="cuda").manual_seed(53))
+    out, lse = run_fa2(q, k, v)
+    check(out, lse, q, k, v, what=f"D={D} one key near the float limit")
 
 
 @pytest.mark.parametrize("D", [64, 128, 256])

@@ -37,7 +37,7 @@ __device__ __forceinline__ bool standing_max_overflowed(const float (&ts)[2]) {
 }
 
 // The lazy update after the fact, every P finite: per row (quad-uniform) k = the exponent of the row's largest P
-// when it passes 2^8, else 0; P and the tile's sums scaled by 2^-k (exact), the row's running sum likewise before
+// when it passes 2^8 (at most 126), else 0; P and the tile's sums scaled by 2^-k (exact), the row's running sum likewise before
 // the tile's is added, the max raised by k, alpha = 2^-k for O. Rows whose P stayed small keep k = 0.
 template <int kN>
 __device__ __forceinline__ void settle_rows(float (&s)[kN][4], const float (&ts)[2], float (&row_max)[2],
@@ -47,8 +47,9 @@ __device__ __forceinline__ void settle_rows(float (&s)[kN][4], const float (&ts)
     float pm = strip_row_max(s, r);
     pm = fmaxf(pm, __shfl_xor_sync(0xffffffffu, pm, 1));
     pm = fmaxf(pm, __shfl_xor_sync(0xffffffffu, pm, 2));
-    const int k = pm > 256.f ? static_cast<int>((__float_as_uint(pm) >> 23) & 0xffu) - 127 : 0;  // 8..127
-    const float sc = __uint_as_float(static_cast<uint32_t>(127 - k) << 23);                          // 2^-k
+    // k: pm's exponent (8..127), at most 126 so 2^-k stays a normal float (P < 2^128 ends below 4)
+    const int k = pm > 256.f ? min(static_cast<int>((__float_as_uint(pm) >> 23) & 0xffu) - 127, 126) : 0;
+    const float sc = __uint_as_float(static_cast<uint32_t>(127 - k) << 23);  // 2^-k
     alpha[r] = sc;
     row_sum[r] = row_sum[r] * sc + ts[r] * sc;
     row_max[r] += static_cast<float>(k);
