@@ -109,8 +109,6 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // ping-pong turn (SASS: docs/hopper_profile.md session 48). From kFa2PfPairMinKeys (launch/heuristics.h): +2.5..4%
   // at 2048-8192 keys on an H100, -1..-4% on items of 2-4 key tiles (not understood).
   static constexpr bool kPfPair = kDefer && kPfPairOn;
-  // The standing max (attn/standing_max.cuh): no tile row max once a warp's rows have theirs.
-  static constexpr bool kStandingMax = kStandingMaxOn;
   static constexpr int kNO = Traits::kNTilesO;
   using Out = RowsOut<Element, kNO>;  // the epilogue's stores (fa2_ws_epilogue.cuh, from registers or by TMA)
   // Past Dv = 320 O (Dv / 2 registers a thread) leaves no room for S_j beside P_{j-1} and O: a turn
@@ -121,6 +119,11 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // that S on the tensor cores. Not past Dv = 320 (kInOrder: no room for S beside O). Which calls run
   // it is the launcher's (fa2_ws_look_ahead, launch/heuristics.h: D <= 96 on long enough keys).
   static constexpr bool kAhead = kAheadOn && !kInOrder;
+  // The standing max (attn/standing_max.cuh: no tile row max once a warp's rows have theirs) in the kernels that run
+  // long keys only: the look-ahead (D <= 96) and the P pair (D = 97..128), split twins included. Session 49, one
+  // H100: +6-10% at D = 64 and +4-6% at D = 128 on 2048-8192 keys; -5..-10% on items of two key tiles (the kernels
+  // short calls run keep the tile max); D = 256 -1% (not taken).
+  static constexpr bool kStandingMax = kStandingMaxOn && (kAhead || kPfPair);
   // Each consumer warpgroup computes only the key tiles its own 64 rows see (own_end; the item's others it
   // drains), on the tiles where that ends a consumer a key tile early on most causal diagonals: items of
   // more rows than keys per tile (192 x 128 at D <= 64: the first two consumers) and key tiles under 128
