@@ -8,6 +8,7 @@
 // scheduler: FA-2 D = 96 and 192 on an H100).
 #pragma once
 
+#include "ffpa/attn/state.cuh"
 #include "ffpa/ptx/math.cuh"
 
 namespace ffpa {
@@ -82,6 +83,24 @@ __device__ __forceinline__ void rescale_strip(float (&o)[kN][4], const float (&a
   for (int n = 0; n < kN; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[n][e] *= alpha[e / 2];
+}
+
+// A tile's online softmax the exact way (the lazy max of attn/state.cuh, slack `slack`): the row maxima of S (scores
+// times sf, base 2) over the quad, the update, P = exp2(s - m + p_offset) in place and the sums. The FP8 kernel's too
+// (its own slack and offset: e4m3's range).
+template <int kN>
+__device__ __forceinline__ void exact_tile_softmax(float (&s)[kN][4], float sf, float (&row_max)[2], float (&row_sum)[2],
+                                                   float (&alpha)[2], float slack = attn::kLazyMaxSlack, float p_offset = 0.f) {
+  float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
+  float neg_m[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+    alpha[r] = attn::online_update_lazy(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r], slack);
+    neg_m[r] += p_offset;
+  }
+  exp2_strip_add_sums(s, sf, neg_m, row_sum);
 }
 
 }  // namespace ffpa

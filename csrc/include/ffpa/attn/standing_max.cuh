@@ -16,7 +16,6 @@
 #include <math_constants.h>
 
 #include "ffpa/attn/softmax.cuh"
-#include "ffpa/attn/state.cuh"
 #include "ffpa/params.h"
 #include "ffpa/tile/numeric.cuh"
 
@@ -103,22 +102,6 @@ __device__ __forceinline__ void recompute_s_strip(const FwdParams& p, int batch,
     for (int m = 0; m < kN; ++m)
       if (m == n) s[m][0] = q4.x, s[m][1] = q4.y, s[m][2] = q4.z, s[m][3] = q4.w;
   }
-}
-
-// A tile's online softmax the exact way (the lazy max of attn/state.cuh): the row maxima of S (scores times sf,
-// base 2) over the quad, the update, P in place and the sums.
-template <int kN>
-__device__ __forceinline__ void exact_tile_softmax(float (&s)[kN][4], float sf, float (&row_max)[2], float (&row_sum)[2],
-                                                   float (&alpha)[2]) {
-  float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
-  float neg_m[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-    alpha[r] = online_update_lazy(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r]);
-  }
-  exp2_strip_add_sums(s, sf, neg_m, row_sum);
 }
 
 // A tile's softmax: with kStanding, the standing max once every row of the warp has a finite max, tested and

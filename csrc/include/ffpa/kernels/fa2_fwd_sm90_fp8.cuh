@@ -251,17 +251,7 @@ struct Fa2FwdFp8 {
           s[n][0] += mq.x, s[n][1] += mq.y, s[n][2] += mq.z, s[n][3] += mq.w;
         }
     }
-    const float sf = per_elem ? 1.f : scale_log2;
-    float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
-    float neg_m[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      alpha[r] = online_update_lazy(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r], Traits::kMaxSlack);
-      neg_m[r] += Traits::kPOffset;
-    }
-    exp2_strip_add_sums(s, sf, neg_m, row_sum);
+    exact_tile_softmax(s, per_elem ? 1.f : scale_log2, row_max, row_sum, alpha, Traits::kMaxSlack, Traits::kPOffset);
   }
 
   // P (fp32, accumulator layout) to e4m3 A fragments: k-step kk takes n8 tiles 4 kk .. 4 kk + 3 as
