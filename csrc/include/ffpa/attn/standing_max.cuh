@@ -3,14 +3,15 @@
 // instructions and the head of its dependency chain; docs/hopper_profile.md session 49 measured +6-13% at
 // D = 64 / 128 without it). The lazy max (attn/state.cuh) already lets P exceed 1; here nothing bounds P before
 // it is computed, so the tile's partial row sums, computed anyway, are tested once after it:
-//   every partial sum <= kStandingMaxBound: done (P <= the bound, b16 and fp32 carry it; alpha = 1);
+//   every partial sum <= the bound (StandingMaxB16): done (P <= the bound, b16 and fp32 carry it; alpha = 1);
 //   else, no P infinite: the lazy update after the fact, by a power of two (settle_rows: P, the sum and O scaled
 //     by 2^-k, the max raised by k) - exact, S not needed;
 //   else (a score 128 or more above the standing max, base 2: P overflowed): S again from global memory
 //     (recompute_s_strip, slow and rare) and the caller's exact path.
 // NaN scores pass the test (NaN > bound is false) and propagate as they do through the exact path.
 // A warp takes the standing max only once each of its rows has a finite max (its first visible tile ran the
-// exact path); fp16 and bf16 P only (e4m3's 448 needs the FP8 kernel's own bound).
+// exact path). The bound and offsets are a policy (StandingMaxB16 for fp16 / bf16 P; e4m3's 448 would need its own:
+// scripts/dev/fp8_standing_max.patch, prepared in session 49).
 #pragma once
 #include <cstdint>
 #include <math_constants.h>
@@ -21,13 +22,22 @@
 
 namespace ffpa::attn {
 
-// The largest partial row sum (a thread's share of one row in one tile) left unrepaired: every P below it, inside
-// fp16's range (65504) with room for the P V sums; a lazy-max row (P <= 2^8) never comes near it.
-constexpr float kStandingMaxBound = 16384.f;
+// How a kernel's P is bounded (the b16 kernels' policy; an FP8 kernel would take e4m3's): P = 2^(s - m + kPOffset);
+// the largest partial row sum (a thread's share of one row in one tile) left unrepaired, kBound: every P below it,
+// inside fp16's range (65504) with room for the P V sums, and a lazy-max row (P <= 2^8) never comes near it; a repair
+// scales a row whose largest P is 2^kSettleMin or more above 2^kSettleTo back to [2^kSettleTo, 2^(kSettleTo + 1));
+// kSlack, the exact path's lazy slack (attn/state.cuh).
+struct StandingMaxB16 {
+  static constexpr float kPOffset = 0.f;
+  static constexpr float kBound = 16384.f;
+  static constexpr int kSettleTo = 0;
+  static constexpr int kSettleMin = 8;
+  static constexpr float kSlack = kLazyMaxSlack;
+};
 
 // The test: whether some lane of the warp saw a partial sum past the bound (a NaN sum does not count).
-__device__ __forceinline__ bool standing_max_exceeded(const float (&ts)[2]) {
-  return __any_sync(0xffffffffu, ts[0] > kStandingMaxBound || ts[1] > kStandingMaxBound);
+__device__ __forceinline__ bool standing_max_exceeded(const float (&ts)[2], float bound) {
+  return __any_sync(0xffffffffu, ts[0] > bound || ts[1] > bound);
 }
 
 // Whether some lane's P overflowed to +inf (its partial sum is +inf).
@@ -35,10 +45,11 @@ __device__ __forceinline__ bool standing_max_overflowed(const float (&ts)[2]) {
   return __any_sync(0xffffffffu, ts[0] == CUDART_INF_F || ts[1] == CUDART_INF_F);
 }
 
-// The lazy update after the fact, every P finite: per row (quad-uniform) k = the exponent of the row's largest P
-// when it passes 2^8 (at most 126), else 0; P and the tile's sums scaled by 2^-k (exact), the row's running sum likewise before
-// the tile's is added, the max raised by k, alpha = 2^-k for O. Rows whose P stayed small keep k = 0.
-template <int kN>
+// The lazy update after the fact, every P finite: per row (quad-uniform) k = the exponent of the row's largest P less
+// Policy::kSettleTo when that is at least Policy::kSettleMin (at most 126, so 2^-k stays a normal float), else 0; P
+// and the tile's sums scaled by 2^-k (exact), the row's running sum likewise before the tile's is added, the max raised
+// by k, alpha = 2^-k for O. Rows whose P stayed small keep k = 0.
+template <typename Policy, int kN>
 __device__ __forceinline__ void settle_rows(float (&s)[kN][4], const float (&ts)[2], float (&row_max)[2],
                                             float (&row_sum)[2], float (&alpha)[2]) {
 #pragma unroll
@@ -46,8 +57,8 @@ __device__ __forceinline__ void settle_rows(float (&s)[kN][4], const float (&ts)
     float pm = strip_row_max(s, r);
     pm = fmaxf(pm, __shfl_xor_sync(0xffffffffu, pm, 1));
     pm = fmaxf(pm, __shfl_xor_sync(0xffffffffu, pm, 2));
-    // k: pm's exponent (8..127), at most 126 so 2^-k stays a normal float (P < 2^128 ends below 4)
-    const int k = pm > 256.f ? min(static_cast<int>((__float_as_uint(pm) >> 23) & 0xffu) - 127, 126) : 0;
+    const int e = static_cast<int>((__float_as_uint(pm) >> 23) & 0xffu) - 127;  // pm's exponent (finite pm)
+    const int k = e - Policy::kSettleTo >= Policy::kSettleMin ? min(e - Policy::kSettleTo, 126) : 0;
     const float sc = __uint_as_float(static_cast<uint32_t>(127 - k) << 23);  // 2^-k
     alpha[r] = sc;
     row_sum[r] = row_sum[r] * sc + ts[r] * sc;
@@ -107,25 +118,26 @@ __device__ __forceinline__ void recompute_s_strip(const FwdParams& p, int batch,
 // A tile's softmax: with kStanding, the standing max once every row of the warp has a finite max, tested and
 // repaired as the header says (redo(s) puts the tile's S back, masked, for the overflow case); else, and for a
 // warp's first visible tile, the exact way. P in s, the sums in row_sum, O's factor in alpha.
-template <bool kStanding, int kN, typename Redo>
+template <bool kStanding, typename Policy = StandingMaxB16, int kN, typename Redo>
 __device__ __forceinline__ void tile_softmax(float (&s)[kN][4], float sf, float (&row_max)[2], float (&row_sum)[2],
                                              float (&alpha)[2], Redo&& redo) {
   if constexpr (kStanding) {
     if (__all_sync(0xffffffffu, row_max[0] != -CUDART_INF_F && row_max[1] != -CUDART_INF_F)) {
-      const float neg_m[2] = {-row_max[0], -row_max[1]};
+      const float neg_m[2] = {Policy::kPOffset - row_max[0], Policy::kPOffset - row_max[1]};
       float ts[2] = {0.f, 0.f};
       exp2_strip_add_sums(s, sf, neg_m, ts);
-      if (!standing_max_exceeded(ts)) {
+      if (!standing_max_exceeded(ts, Policy::kBound)) {
         row_sum[0] += ts[0], row_sum[1] += ts[1];
         alpha[0] = alpha[1] = 1.f;
         return;
       }
-      if (!standing_max_overflowed(ts)) return settle_rows(s, ts, row_max, row_sum, alpha);
+      if (!standing_max_overflowed(ts)) return settle_rows<Policy>(s, ts, row_max, row_sum, alpha);
       redo(s);  // rare: a score 128 or more above its row's standing max
-      return exact_tile_softmax(s, sf, row_max, row_sum, alpha);  // its own copy: no join with the path below
+      // its own copy of the exact path: no join with the one below (a join cost the D = 64 kernels spill slots)
+      return exact_tile_softmax(s, sf, row_max, row_sum, alpha, Policy::kSlack, Policy::kPOffset);
     }
   }
-  exact_tile_softmax(s, sf, row_max, row_sum, alpha);
+  exact_tile_softmax(s, sf, row_max, row_sum, alpha, Policy::kSlack, Policy::kPOffset);
 }
 
 }  // namespace ffpa::attn
