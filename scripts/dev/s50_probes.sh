@@ -27,6 +27,6 @@ if [[ " $STEPS " == *" fp8 "* ]]; then
       > "$OUT/fp8/pytest.log" 2>&1; echo "fp8 tests (standing max): $(tail -1 "$OUT/fp8/pytest.log")"; grep -E "^FAILED" "$OUT/fp8/pytest.log" | head)
     FFPA_DEV_WS=1 PYTHONPATH=$PWD timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 python3 scripts/sanitize_one.py fp8 \
       > "$OUT/fp8/racecheck.log" 2>&1; echo "racecheck: exit $?"
-    PYTHONPATH=$PWD DIMS=64,128,256 VARIANTS=0,1,0,1 python3 scripts/dev/fp8_probe.py 2>&1 | grep -v Warn | tee "$OUT/fp8/ab.txt"
+    PYTHONPATH=$PWD DIMS="64 128 256" VARIANTS=0,1,0,1 python3 scripts/dev/fp8_probe.py 2>&1 | grep -v Warn | tee "$OUT/fp8/ab.txt"
   )
 fi
