@@ -144,14 +144,19 @@ def test_fa2_scores_rising_then_jumping(dtype, D, causal, mma):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["fp16", "bf16"])
-@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("D", [64, 96, 128, 256])
 @pytest.mark.parametrize("causal", ["none", "bottom_right"])
 def test_fa2_scores_far_above_the_standing_max(dtype, D, causal, mma):
     """Scores in the last quarter of the keys hundreds of units (base 2) above every earlier one: the Hopper
     kernel's standing max (attn/standing_max.cuh) sees P overflow to inf there and recomputes that tile's S from
-    global memory before the exact update; output and LSE as the reference's."""
+    global memory before the exact update; output and LSE as the reference's. 2100 keys: the calls that take the
+    standing max (launch/heuristics.h fa2_ws_standing_max) at D <= 128, causal too."""
+    import ffpa_attn._C as C
+
     need(dtype, D)
-    q, k, v = rand_qkv(2, 4, 2, 300, 1500, D, dtype, seed=43)
+    S = 2100
+    assert D > 128 or C.fa2_ws_standing_max(D, S, causal != "none")
+    q, k, v = rand_qkv(2, 4, 2, 300, S, D, dtype, seed=43)
     k = rising_then_jumping_keys(k, top=2.5, jump=40.0)
     out, lse = run_fa2(q, k, v, causal)
     check(out, lse, q, k, v, causal, what=f"D={D} {causal} scores far above the standing max")

@@ -128,6 +128,30 @@ def test_fp8_scores_rising_then_jumping(D, causal):
 
 
 @needs_fp8_kernel
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("scale", [None, -0.07], ids=["scale", "negative_scale"])
+def test_fp8_scores_far_above_the_standing_max(D, causal, scale):
+    """Scores in the last quarter of the keys hundreds of units (base 2) above every earlier one: the FA-2 FP8
+    kernel's standing max (attn/standing_max.cuh, e4m3's policy) sees P overflow to inf there and recomputes that
+    tile's S from the e4m3 Q and K in global memory (a negative scale: the kernel's Q has its signs flipped, the
+    recomputed S too) before the exact update; GQA. Output and LSE as the reference's on the dequantized inputs."""
+    if D not in _FP8_DIMS:
+        pytest.skip(f"FP8 kernel D={D} not compiled")
+    g = torch.Generator(device="cuda").manual_seed(D + 9)
+    q, k, v = (torch.randn(2, h, n, D, device="cuda", generator=g) for h, n in ((4, 300), (2, 1500), (2, 1500)))
+    k = rising_then_jumping_keys(k, top=2.5, jump=60.0)
+    (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
+    poison_allocator(((2, 4, 300, D), torch.bfloat16), ((2, 4, 300), torch.float32))
+    out, lse = ffpa_attn.forward(q8, k8, v8, is_causal=causal, enable_gqa=True, scale=scale, q_descale=qd,
+                                 k_descale=kd, v_descale=vd, return_lse=True, strict=True)
+    want, want_lse = reference(_deq(q8, qd), _deq(k8, kd), _deq(v8, vd), is_causal=causal, scale=scale)
+    assert not torch.isnan(out).any()
+    assert _rel_rmse(out, want) <= 3e-2
+    assert (lse.double() - want_lse).abs().max().item() <= 2e-2
+
+
+@needs_fp8_kernel
 @pytest.mark.parametrize("L,S,causal,align,shares", [
     (8192, 8192, True, "top_left", True),        # 128 query blocks: pairs sharing K loads
     (8200, 8300, True, "bottom_right", True),    # 129: the last pair's block past L

@@ -55,7 +55,8 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
   // Ping-pong turns between the consumer warpgroups: +0.5..1.5% at D = 64..256 (H200, one run;
   // docs/hopper_profile.md).
   static constexpr bool kPingPong = true;
-  static inline bool opted_in[2][3][64] = {};  // [split twin][variant: 0, look-ahead, P buffer pair][device]
+  // [split twin][variant: 0, look-ahead, P buffer pair, the two with the standing max][device]
+  static inline bool opted_in[2][5][64] = {};
   using Kernel = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore, kQSlots>;
   static constexpr bool kOwnEnd = Kernel::kOwnEnd;  // each consumer's own end (the look-ahead twin's too)
   // O out by TMA through the item's last K stage (Fa2FwdWs kOInK: D = 97..128's deferred-wait kernel; not the
@@ -69,21 +70,24 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
   // P in two register buffers (Fa2FwdWs kPfPair: the deferred-wait kernel, D = 97..128) from kFa2PfPairMinKeys
   // (launch/heuristics.h fa2_ws_pf_pair); the split twin, which runs long keys only, always.
   static constexpr bool kPfPairBuilt = Kernel::kDefer;
-  template <bool kSplit>
+  // The standing max (Fa2FwdWs kStandingMaxOn: no tile row max once a warp's rows have theirs) where
+  // launch/heuristics.h fa2_ws_standing_max says, in the look-ahead and P pair kernels; the split twins always.
+  template <bool kSplit, bool kStanding>
   static attn::Fa2KernelWs kernel_of(bool ahead, bool pair) {
     if constexpr (kAheadBuilt) {
-      if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true, kTmaStore, kQSlots, kSplit>;
+      if (ahead) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, true, kTmaStore, kQSlots, kSplit, false, false, kStanding>;
     }
     if constexpr (kPfPairBuilt) {
-      if (pair || kSplit) return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots, kSplit, !kSplit && kOInK, true>;
+      if (pair || kSplit)
+        return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots, kSplit, !kSplit && kOInK, true, kStanding>;
     }
-    return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots, kSplit, !kSplit && kOInK>;
+    return attn::fa2_fwd_ws_kernel<Traits, kPingPong, false, kTmaStore, kQSlots, kSplit, !kSplit && kOInK, false, false>;
   }
-  static attn::Fa2KernelWs kernel(bool ahead = false, bool split = false, bool pair = false) {
+  static attn::Fa2KernelWs kernel(bool ahead = false, bool split = false, bool pair = false, bool standing = false) {
     if constexpr (kSplitOn) {
-      if (split) return kernel_of<true>(ahead, pair);
+      if (split) return kernel_of<true, true>(ahead, pair);
     }
-    return kernel_of<false>(ahead, pair);
+    return standing ? kernel_of<false, true>(ahead, pair) : kernel_of<false, false>(ahead, pair);
   }
 
   // Auto depth only: an explicit num_stages pins the cp.async kernel's ring.
@@ -161,8 +165,10 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
     const Fa2SplitPlan split = split_plan(p);
     const bool splits = split.shares > 0 && p.work_counter != nullptr && p.o_accum != nullptr;
     const bool pair = kPfPairBuilt && !ahead && (splits || fa2_ws_pf_pair(p.len_kv));
-    const auto fn = kernel(ahead, splits, pair);
-    const cudaError_t err = opt_in_smem(fn, smem, opted_in[splits ? 1 : 0][ahead ? 1 : pair ? 2 : 0]);
+    const bool standing = splits || ((ahead || pair) && fa2_ws_standing_max(kD, p.len_kv, p.is_causal));
+    const auto fn = kernel(ahead, splits, pair, standing);
+    const int variant = ahead ? 1 : pair ? 2 : 0;
+    const cudaError_t err = opt_in_smem(fn, smem, opted_in[splits ? 1 : 0][variant + (standing && variant ? 2 : 0)]);
     if (err != cudaSuccess) return err;
     const int m_blocks = (p.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
     if (static_cast<int64_t>(m_blocks) * p.heads_q * p.batch > INT32_MAX) return cudaErrorNotSupported;

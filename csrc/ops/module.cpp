@@ -321,6 +321,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("fa2_ws_pf_pair", &ffpa::launch::fa2_ws_pf_pair, py::arg("len_kv"),
         "Whether the deferred-wait FA-2 Hopper kernel (D = 97..128) keeps P in two register buffers, each tile "
         "packing its P after its softmax (csrc/launch/heuristics.h), for an explicit key length");
+  m.def("fa2_ws_standing_max", &ffpa::launch::fa2_ws_standing_max, py::arg("head_dim"), py::arg("len_kv"),
+        py::arg("causal"),
+        "Whether the look-ahead and P pair FA-2 Hopper kernels run with the standing max (no tile row max once a "
+        "warp's rows have theirs; csrc/launch/heuristics.h), for explicit sizes");
   m.def(
       "fa2_split_tail",
       [](int64_t items, int sms, int len_kv, int block_n, bool causal, bool masked) {

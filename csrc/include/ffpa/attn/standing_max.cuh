@@ -14,7 +14,9 @@
 // scripts/dev/fp8_standing_max.patch, prepared in session 49).
 #pragma once
 #include <cstdint>
+#include <cuda_fp8.h>
 #include <math_constants.h>
+#include <type_traits>
 
 #include "ffpa/attn/softmax.cuh"
 #include "ffpa/params.h"
@@ -22,7 +24,7 @@
 
 namespace ffpa::attn {
 
-// How a kernel's P is bounded (the b16 kernels' policy; an FP8 kernel would take e4m3's): P = 2^(s - m + kPOffset);
+// How a kernel's P is bounded (the b16 kernels' policy; the FP8 kernel's below): P = 2^(s - m + kPOffset);
 // the largest partial row sum (a thread's share of one row in one tile) left unrepaired, kBound: every P below it,
 // inside fp16's range (65504) with room for the P V sums, and a lazy-max row (P <= 2^8) never comes near it; a repair
 // scales a row whose largest P is 2^kSettleMin or more above 2^kSettleTo back to [2^kSettleTo, 2^(kSettleTo + 1));
@@ -33,6 +35,17 @@ struct StandingMaxB16 {
   static constexpr int kSettleTo = 0;
   static constexpr int kSettleMin = 8;
   static constexpr float kSlack = kLazyMaxSlack;
+};
+
+// The FP8 kernel's (kernels/fa2_fwd_sm90_fp8.cuh): e4m3 P (largest normal 448): P = 2^(s - m + 4) at the standing
+// max, every partial sum (so every P) at most 448, a repair back to [8, 16); the exact path eager (slack 0) at the
+// same offset, so both paths' P share one scale.
+struct StandingMaxE4m3 {
+  static constexpr float kPOffset = 4.f;
+  static constexpr float kBound = 448.f;
+  static constexpr int kSettleTo = 3;
+  static constexpr int kSettleMin = 1;
+  static constexpr float kSlack = 0.f;
 };
 
 // The test: whether some lane of the warp saw a partial sum past the bound (a NaN sum does not count).
@@ -77,7 +90,7 @@ __device__ __forceinline__ void settle_rows(float (&s)[kN][4], const float (&ts)
 // state is live (the D = 64 kernels have none to spare).
 template <typename Element, int kD>
 __device__ __forceinline__ float4 s_quad_global(const FwdParams& p, int batch, int head, int row, int col) {
-  using Num = Numeric<Element>;
+  using Num = Numeric<std::conditional_t<sizeof(Element) == 1, __nv_bfloat16, Element>>;  // (e4m3: unpacked below)
   const int kv_head = head / (p.heads_q / p.heads_kv);
   float out[4];
 #pragma unroll
@@ -90,9 +103,19 @@ __device__ __forceinline__ float4 s_quad_global(const FwdParams& p, int batch, i
       const uint32_t* kr = reinterpret_cast<const uint32_t*>(static_cast<const Element*>(p.k) + batch * p.k_batch_stride +
                                                              kv_head * p.k_head_stride + kcol * p.k_row_stride);
 #pragma unroll 1
-      for (int d = 0; d < kD / 2; ++d) {
-        const float2 a = Num::unpack2(qr[d]), b = Num::unpack2(kr[d]);
-        acc = fmaf(a.x, b.x, fmaf(a.y, b.y, acc));
+      for (int d = 0; d < kD * static_cast<int>(sizeof(Element)) / 4; ++d) {
+        if constexpr (sizeof(Element) == 1) {  // e4m3 (the FP8 kernel): four values a word
+          const __half2 a0(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(qr[d] & 0xffffu), __NV_E4M3));
+          const __half2 a1(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(qr[d] >> 16), __NV_E4M3));
+          const __half2 b0(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(kr[d] & 0xffffu), __NV_E4M3));
+          const __half2 b1(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(kr[d] >> 16), __NV_E4M3));
+          const float2 fa0 = __half22float2(a0), fa1 = __half22float2(a1), fb0 = __half22float2(b0),
+                       fb1 = __half22float2(b1);
+          acc = fmaf(fa0.x, fb0.x, fmaf(fa0.y, fb0.y, fmaf(fa1.x, fb1.x, fmaf(fa1.y, fb1.y, acc))));
+        } else {
+          const float2 a = Num::unpack2(qr[d]), b = Num::unpack2(kr[d]);
+          acc = fmaf(a.x, b.x, fmaf(a.y, b.y, acc));
+        }
       }
     }
     out[i] = acc;

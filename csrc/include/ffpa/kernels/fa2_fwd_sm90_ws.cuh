@@ -69,7 +69,7 @@
 namespace ffpa::attn {
 
 template <typename Traits, bool kPingPong, bool kAheadOn = false, bool kTmaStore = false, int kQSlots = 1,
-          bool kSplit = false, bool kOInKOn = false, bool kPfPairOn = false, bool kStandingMaxOn = true>
+          bool kSplit = false, bool kOInKOn = false, bool kPfPairOn = false, bool kStandingMaxOn = false>
 struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   using Items = Fa2WsItems<Traits::kBlockM, Traits::kBlockN>;
   using typename Items::Item;
@@ -120,9 +120,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // it is the launcher's (fa2_ws_look_ahead, launch/heuristics.h: D <= 96 on long enough keys).
   static constexpr bool kAhead = kAheadOn && !kInOrder;
   // The standing max (attn/standing_max.cuh: no tile row max once a warp's rows have theirs) in the kernels that run
-  // long keys only: the look-ahead (D <= 96) and the P pair (D = 97..128), split twins included. Session 49, one
-  // H100: +6-10% at D = 64 and +4-6% at D = 128 on 2048-8192 keys; -5..-10% on items of two key tiles (the kernels
-  // short calls run keep the tile max); D = 256 -1% (not taken).
+  // long keys only: the look-ahead (D <= 96) and the P pair (D = 97..128), split twins included; which calls take it
+  // is the launcher's (fa2_ws_standing_max, launch/heuristics.h). D = 256 -1% (not taken).
   static constexpr bool kStandingMax = kStandingMaxOn && (kAhead || kPfPair);
   // Each consumer warpgroup computes only the key tiles its own 64 rows see (own_end; the item's others it
   // drains), on the tiles where that ends a consumer a key tile early on most causal diagonals: items of
@@ -595,7 +594,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 using Fa2KernelWs = void (*)(FwdParams, Fa2TmaMaps);
 
 template <typename Traits, bool kPingPong, bool kAhead = false, bool kTmaStore = false, int kQSlots = 1, bool kSplit = false,
-          bool kOInK = false, bool kPfPair = false, bool kStandingMaxOn = true>
+          bool kOInK = false, bool kPfPair = false, bool kStandingMaxOn = false>
 __global__ void __launch_bounds__(Fa2WsPlan<Traits, kTmaStore, kQSlots>::kThreads, 1)
     fa2_fwd_ws_kernel(const __grid_constant__ FwdParams p, const __grid_constant__ Fa2TmaMaps maps) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)

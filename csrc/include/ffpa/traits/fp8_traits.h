@@ -48,14 +48,9 @@ constexpr Fp8TileSpec fp8_tile(int head_dim) {
 
 template <int kHeadDim_, bool kVtInKernel_ = false>
 struct Fa2Fp8Traits {
-  // The row max: lazy (slack kMaxSlack, base 2) with P = 2^(s - m + kPOffset) <= 2^8, as FfpaWsFp8Traits
-  // (below) has it at D = 512 (slack 4); slack 0 is the eager max. D = 256: slack 2. Session 33, three builds
-  // in turn twice on one H200 (bench_fp8.py; FP8 / our bf16 kernel of the same pass, eager / slack 4 / slack
-  // 2): B=4 H=8 N=8448 1.42, 1.41 / 1.41, 1.40 / 1.47, 1.48, causal 1.28, 1.28 / 1.33, 1.34 / 1.32, 1.31;
-  // B=1 H=32 N=8192 1.44 / 1.45, 1.45 / 1.46, 1.47 (O's 128-register rescale runs rarely). D = 128 moved
-  // within the run's noise either way (1.16-1.25 in all three): eager, P's full 2^8 offset.
-  static constexpr float kMaxSlack = kHeadDim_ >= 256 ? 2.f : 0.f;
-  static constexpr float kPOffset = 8.f - kMaxSlack;
+  // The row max: the standing max with e4m3's policy (attn/standing_max.cuh StandingMaxE4m3; the kernel's
+  // header has the measurement). Before it (session 33, one H200, FP8 / bf16 of the same pass): eager at D <= 128,
+  // slack 2 at D = 256 (1.47x against 1.41x eager at B=4 H=8 N=8448), P offset 8 - slack.
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kHeadDimV = kHeadDim_;
   static constexpr bool kVtInKernel = kVtInKernel_;
