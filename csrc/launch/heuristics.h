@@ -401,11 +401,12 @@ inline bool fa2_ws_pf_pair(int len_kv) { return len_kv >= kFa2PfPairMinKeys; }
 
 // FA-2 on Hopper, the look-ahead and P pair kernels: whether they run with the standing max (Fa2FwdWs kStandingMaxOn,
 // attn/standing_max.cuh: no tile row max once a warp's rows have theirs). It pays on long rows and costs on short
-// ones, so it goes by the keys an item sees (causal: half of them on average). One H100, bf16, TFLOPS without / with,
-// same run (session 50, scripts/dev/s50_probes.sh): B=8 H=16 N=2048 D=64 454 / 485 (causal 368 / 381), D=96 480 / 504
-// (causal 408 / 415), D=128 636 / 659 (causal 484 / 493); B=1 H=32 N=8192 D=64 498 / 547, D=96 531 / 599, D=128 683 /
-// 711; B=16 N=1024 D=64 395 / 410 (causal 292 / 288), D=96 419 / 413 (causal 328 / 318), D=128 542 / 550 (causal 400 /
-// 392); B=32 N=512 D=96 358 / 322 (causal 241 / 223). The split twins (4096+ keys) always take it.
+// ones, so it goes by the keys an item sees (causal: half of them on average). One H100, bf16, TFLOPS without /
+// with, same run (session 50, fa2_patch_ab.sh with the since-removed fa2_standing_max_ab.patch): B=8 H=16 N=2048
+// D=64 454 / 485 (causal 368 / 381), D=96 480 / 504 (causal 408 / 415), D=128 636 / 659 (causal 484 / 493); B=1
+// H=32 N=8192 D=64 498 / 547, D=96 531 / 599, D=128 683 / 711; B=16 N=1024 D=64 395 / 410 (causal 292 / 288),
+// D=96 419 / 413 (causal 328 / 318), D=128 542 / 550 (causal 400 / 392); B=32 N=512 D=96 358 / 322 (causal
+// 241 / 223). The split twins (4096+ keys) always take it.
 constexpr int kFa2StandingMaxMinKeys = 1024;    // keys an item sees (causal: len_kv / 2)
 constexpr int kFa2StandingMaxMinKeys96 = 2048;  // 64 < D <= 96: len_kv
 inline bool fa2_ws_standing_max(int head_dim, int len_kv, bool causal) {

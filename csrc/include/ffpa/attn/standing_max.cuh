@@ -10,8 +10,8 @@
 //     (recompute_s_strip, slow and rare) and the caller's exact path.
 // NaN scores pass the test (NaN > bound is false) and propagate as they do through the exact path.
 // A warp takes the standing max only once each of its rows has a finite max (its first visible tile ran the
-// exact path). The bound and offsets are a policy (StandingMaxB16 for fp16 / bf16 P; e4m3's 448 would need its own:
-// scripts/dev/fp8_standing_max.patch, prepared in session 49).
+// exact path). The bound and offsets are a policy: StandingMaxB16 for fp16 / bf16 P, StandingMaxE4m3 for the FP8
+// kernel's e4m3 P (session 50). Which FA-2 calls take it: launch/heuristics.h fa2_ws_standing_max.
 #pragma once
 #include <cstdint>
 #include <cuda_fp8.h>
