@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Per-tile timeline of the warp-specialised FA-2 kernel (#15; rebased onto the kernel of session 46):
+# Per-tile timeline of the warp-specialised FA-2 kernel (#15; rebased onto the kernel of session 50):
 # applies scripts/dev/fa2_ws_trace.patch (SM-clock stamps by lane 0 of each consumer warpgroup of blocks 0..3
 # straight into a device array, a counter in the consumer's Reader: no shared memory taken, so D = 128 keeps its
 # three K/V stages; every block's start, end and SM; printed by a one-thread kernel the launcher runs after the
