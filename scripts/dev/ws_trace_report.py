@@ -8,7 +8,7 @@ held K stage released (kOInK, after the item's first S is issued). The order dif
 the report gives the median of every transition between consecutive stamps ("4->5": the softmax), each item's total
 (1 to the next 1), its key tiles and the tile period (3 to 3 within an item). "E" lines (every block's start
 and end, globaltimer ns) give the kernel's span and the share of block time idle at the tail.
-Usage: ws_trace_report.py trace.log"""
+Then item time against its key tiles (least squares, medians by count). Usage: ws_trace_report.py trace.log"""
 import collections
 import statistics as st
 import sys
@@ -33,6 +33,7 @@ def d(a, b):
 
 
 agg = collections.defaultdict(list)
+fit = []  # (the item's S stamps, its cycles to the next item's start)
 for (b, who), stamps in sorted(ev.items()):
     stamps.sort()
     items = []
@@ -48,12 +49,26 @@ for (b, who), stamps in sorted(ev.items()):
         agg["key tiles (S stamps)"].append(sum(1 for c, _ in it if c == 4))
         turns = [t for c, t in it if c == 3]
         agg["tile period (turn to turn)"] += [d(a, b) for a, b in zip(turns, turns[1:])]
+        if k + 1 < len(items):
+            fit.append((sum(1 for c, _ in it if c == 4), d(it[0][1], items[k + 1][0][1])))
         for (c0, t0), (c1, t1) in zip(it, it[1:]):
             agg[f"{NAMES.get(c0, c0)}->{NAMES.get(c1, c1)}"].append(d(t0, t1))
         if k + 1 < len(items):
             agg["stored->next item"].append(d(it[-1][1], items[k + 1][0][1]))
 for name, v in sorted(agg.items(), key=lambda kv: -len(kv[1])):
     print(f"{name:30s} n={len(v):5d} median={st.median(v):8.0f} min={min(v):7d} max={max(v):7d}")
+# Item time against its key tiles (S stamps; the look-ahead kernels issue an item's first S in the item before):
+# least squares, and the median per tile count.
+if len(fit) > 1:
+    mx, my = st.mean(x for x, _ in fit), st.mean(y for _, y in fit)
+    sxx = sum((x - mx) ** 2 for x, _ in fit)
+    if sxx > 0:
+        slope = sum((x - mx) * (y - my) for x, y in fit) / sxx
+        print(f"item cycles = {slope:.0f} x key tiles + {my - slope * mx:.0f} (least squares over {len(fit)} items)")
+    by = collections.defaultdict(list)
+    for x, y in fit:
+        by[x].append(y)
+    print("median item cycles by key tiles: " + ", ".join(f"{x}: {st.median(v):.0f} ({len(v)})" for x, v in sorted(by.items())))
 spans = {b: v for b, v in spans.items()}
 if spans:
     t0 = min(v[0] for v in spans.values())
