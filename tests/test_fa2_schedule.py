@@ -1,6 +1,7 @@
 """The warp-specialised FA-2 kernel's schedule on explicit sizes through ffpa_attn._C (csrc/launch/heuristics.h):
 its causal walk (fa2_causal_tail_bh), the tile of calls without a mask (fa2_narrow_tile) and where the
-look-ahead kernel runs (fa2_ws_look_ahead). No GPU needed."""
+look-ahead kernel runs (fa2_ws_look_ahead), the P buffer pair (fa2_ws_pf_pair) and the standing max
+(fa2_ws_standing_max). No GPU needed."""
 from __future__ import annotations
 
 import pytest
@@ -237,6 +238,54 @@ def test_the_p_buffer_pair_rule_edge():
 
     assert not C.fa2_ws_pf_pair(1023) and C.fa2_ws_pf_pair(1024) and C.fa2_ws_pf_pair(1 << 20)
     assert not C.fa2_ws_pf_pair(0)
+
+
+# ---- the standing max in the look-ahead and P pair kernels (csrc/launch/heuristics.h fa2_ws_standing_max) -----
+
+# Session 50, one H100, bf16, TFLOPS with / without it (the tile max every tile), two interleaved pairs each, the first
+# quoted: (D, causal, B, H, N) -> the faster; only cells where the look-ahead (D <= 96) or P pair (D = 97..128)
+# kernel runs, which are the calls the rule decides
+STANDING_MAX_MEASURED = {
+    (64, 0, 16, 16, 1024): "standing",  # 409.6 / 395.4
+    (64, 1, 16, 16, 1024): "tile",  # 288.2 / 292.2
+    (64, 0, 8, 16, 2048): "standing",  # 484.9 / 453.7
+    (64, 1, 8, 16, 2048): "standing",  # 380.9 / 368.4
+    (64, 0, 1, 32, 8192): "standing",  # 547.4 / 497.7
+    (64, 1, 1, 32, 8192): "standing",  # 467.4 / 432.0
+    (96, 0, 32, 16, 512): "tile",  # 323.1 / 357.1
+    (96, 1, 32, 16, 512): "tile",  # 223.1 / 240.9
+    (96, 0, 16, 16, 1024): "tile",  # 413.3 / 419.6
+    (96, 1, 16, 16, 1024): "tile",  # 318.8 / 327.4
+    (96, 0, 8, 16, 2048): "standing",  # 504.0 / 480.0
+    (96, 1, 8, 16, 2048): "standing",  # 415.4 / 407.7
+    (96, 0, 1, 32, 8192): "standing",  # 599.9 / 529.6
+    (96, 1, 1, 32, 8192): "standing",  # 548.7 / 501.9
+    (128, 0, 16, 16, 1024): "standing",  # 551.2 / 543.3
+    (128, 1, 16, 16, 1024): "tile",  # 392.1 / 400.3
+    (128, 0, 8, 16, 2048): "standing",  # 659.4 / 635.8
+    (128, 1, 8, 16, 2048): "standing",  # 493.2 / 482.9
+    (128, 0, 1, 32, 8192): "standing",  # 710.8 / 687.7
+    (128, 1, 1, 32, 8192): "standing",  # 588.1 / 558.6
+}
+
+
+@pytest.mark.parametrize("cell,faster", sorted(STANDING_MAX_MEASURED.items()), ids=lambda c: str(c))
+def test_the_standing_max_runs_where_it_measured_faster(cell, faster):
+    import ffpa_attn._C as C
+
+    d, causal, B, H, n = cell
+    assert C.fa2_ws_look_ahead(d, n) or C.fa2_ws_pf_pair(n)  # a call the rule decides
+    assert C.fa2_ws_standing_max(d, n, bool(causal)) == (faster == "standing")
+
+
+def test_the_standing_max_rule_edges():
+    import ffpa_attn._C as C
+
+    assert not C.fa2_ws_standing_max(64, 1023, False) and C.fa2_ws_standing_max(64, 1024, False)
+    assert not C.fa2_ws_standing_max(128, 2047, True) and C.fa2_ws_standing_max(128, 2048, True)
+    assert not C.fa2_ws_standing_max(96, 2047, False) and C.fa2_ws_standing_max(96, 2048, False)
+    assert C.fa2_ws_standing_max(96, 2048, True) and C.fa2_ws_standing_max(65, 2048, False)
+    assert not C.fa2_ws_standing_max(65, 1024, False) and C.fa2_ws_standing_max(97, 1024, False)
 
 
 # ---- the split tail (csrc/launch/heuristics.h fa2_split_tail, csrc/include/ffpa/kernels/fa2_split_plan.h) --
