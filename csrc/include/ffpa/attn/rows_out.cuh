@@ -24,11 +24,6 @@ struct RowsOut {
     if (row < p.len_q && p.lse != nullptr && t4 == 0)
       p.lse[(static_cast<int64_t>(batch) * p.heads_q + head) * p.len_q + row] = lse;
   }
-  // The row sums of a quad (each lane holds a quarter of its columns' sums).
-  static __device__ __forceinline__ float quad_sum(float l) {
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    return l + __shfl_xor_sync(0xffffffffu, l, 2);
-  }
 
   // O * out_scale / l and the LSE (of row_max - max_offset: the max a kernel's P was offset by) at once.
   static __device__ __forceinline__ void store(const FwdParams& p, int batch, int head, int row0, int g, int t4,

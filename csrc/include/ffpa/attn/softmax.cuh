@@ -10,6 +10,7 @@
 
 #include "ffpa/attn/state.cuh"
 #include "ffpa/ptx/math.cuh"
+#include "ffpa/tile/quad.cuh"
 
 namespace ffpa {
 
@@ -95,8 +96,7 @@ __device__ __forceinline__ void exact_tile_softmax(float (&s)[kN][4], float sf, 
   float neg_m[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+    tile_max[r] = quad_max(tile_max[r]);
     alpha[r] = attn::online_update_lazy(row_max[r], row_sum[r], tile_max[r] * sf, neg_m[r], slack);
     neg_m[r] += p_offset;
   }

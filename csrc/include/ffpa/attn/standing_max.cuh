@@ -67,9 +67,7 @@ __device__ __forceinline__ void settle_rows(float (&s)[kN][4], const float (&ts)
                                             float (&row_sum)[2], float (&alpha)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float pm = strip_row_max(s, r);
-    pm = fmaxf(pm, __shfl_xor_sync(0xffffffffu, pm, 1));
-    pm = fmaxf(pm, __shfl_xor_sync(0xffffffffu, pm, 2));
+    const float pm = quad_max(strip_row_max(s, r));
     const int e = static_cast<int>((__float_as_uint(pm) >> 23) & 0xffu) - 127;  // pm's exponent (finite pm)
     const int k = e - Policy::kSettleTo >= Policy::kSettleMin ? min(e - Policy::kSettleTo, 126) : 0;
     const float sc = __uint_as_float(static_cast<uint32_t>(127 - k) << 23);  // 2^-k

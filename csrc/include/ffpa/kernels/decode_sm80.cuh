@@ -30,6 +30,7 @@
 #include "ffpa/ptx/ldmatrix.cuh"
 #include "ffpa/ptx/math.cuh"
 #include "ffpa/tile/numeric.cuh"
+#include "ffpa/tile/quad.cuh"
 #include "ffpa/tile/static_for.cuh"
 #include "ffpa/traits/decode_traits.h"
 
@@ -249,8 +250,7 @@ struct DecodeFwd {
       }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
-      tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
+      tmax[r] = quad_max(tmax[r]);
       if (t4 == 0) red_max[(g + 8 * r) * kWarps + warp] = tmax[r];  // a row's warps side by side
     }
     __syncthreads();
@@ -323,9 +323,7 @@ struct DecodeFwd {
     float l[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      l[r] = row_sum[r];
-      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-      l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+      l[r] = quad_sum(row_sum[r]);
       if (t4 == 0) red_sum[warp * kRows + g + 8 * r] = l[r];
     }
     __syncthreads();

@@ -265,8 +265,7 @@ struct DecodeMla {
         float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)}, alpha[2], neg_m[2], m[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+          tile_max[r] = quad_max(tile_max[r]);
           tile_max[r] *= sf;
         }
         if (k > 0) ptx::mbarrier_wait_parity(sm.m_ready(c ^ 1), ((k - 1) >> 1) & 1);  // m_{k-1}
@@ -338,8 +337,7 @@ struct DecodeMla {
                                                int t4, const float (&o)[kNO][4], float (&row_sum)[2], bool any) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+      row_sum[r] = quad_sum(row_sum[r]);
       if (t4 == 0) sm.sum[c * kRows + r0 + 8 * r] = row_sum[r];
     }
     ptx::named_barrier_sync(kBarSum, kPair);

@@ -236,8 +236,7 @@ struct Fa2FwdCommon {
       float alpha[2], neg_m[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        tile_max[r] = quad_max(tile_max[r]);
         // The -inf guards (a row whose keys so far are all masked) live in attn/state.cuh.
         alpha[r] = attn::online_update(row_max[mt][r], row_sum[mt][r], tile_max[r] * sf, neg_m[r]);
       }
@@ -281,8 +280,7 @@ struct Fa2FwdCommon {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         float l = row_sum[mt][r];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        l = quad_sum(l);
         const int row_in_block = warp_row0 + mt * 16 + g + r * 8;
         const float inv = attn::inv_row_sum(l);
 #pragma unroll

@@ -15,6 +15,7 @@
 #include "ffpa/attn/state.cuh"
 #include "ffpa/kernels/ffpa_fwd_l3.cuh"
 #include "ffpa/tile/numeric.cuh"
+#include "ffpa/tile/quad.cuh"
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"
 #include "ffpa/ptx/ldmatrix.cuh"
@@ -207,8 +208,7 @@ struct FfpaFwd {
                                                        int t4) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+      row_sum[r] = quad_sum(row_sum[r]);
     }
     if constexpr (kWarpsN > 1) {
       __syncthreads();  // the row-max readers of `red` are done
@@ -371,8 +371,7 @@ struct FfpaFwd {
         for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], s_acc[n][e]);
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        tile_max[r] = quad_max(tile_max[r]);
       }
       if constexpr (kWarpsN > 1) {
         // Combine the row max across the warps sharing these rows. The buffer is safe to reuse

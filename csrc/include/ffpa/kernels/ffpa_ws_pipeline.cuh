@@ -377,8 +377,7 @@ struct FfpaWsPipeline {
     float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      tile_max[r] = quad_max(tile_max[r]);
       tile_max[r] *= sf;
     }
     exchange_stats(sm, kXMax, slot, r0, t4, xphase, tile_max);
@@ -554,8 +553,7 @@ struct FfpaWsPipeline {
                                                float (&row_sum)[2]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+      row_sum[r] = quad_sum(row_sum[r]);
     }
     exchange_stats(sm, kXSum, slot, r0, t4, 0u, row_sum);
     const int base = stats_base(kXSum);

@@ -7,6 +7,17 @@
 
 namespace ffpa {
 
+// The max / sum of a value over the quad of lanes holding one accumulator row (lanes 4 g .. 4 g + 3: each holds a
+// quarter of the row's columns), by two butterfly shuffles. Every lane of the warp must call them.
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
 // One butterfly stage of quad_transpose: lane j swaps its words n whose bit `s` differs from j's
 // with lane j ^ s's words n ^ s (two shuffles, selects, no register indexing).
 template <int s>
