@@ -57,6 +57,16 @@ struct PartialSum {
   }
 };
 
+// A tile's row maxima over the quad (m[0]: rows g, m[1]: g + 8; the same in a quad's four lanes), times sf: what
+// the online update compares with the running max. Every lane of the warp must call it.
+template <int kN>
+__device__ __forceinline__ void quad_row_max(const float (&s)[kN][4], float sf, float (&m)[2]) {
+  m[0] = strip_row_max(s, 0);
+  m[1] = strip_row_max(s, 1);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) m[r] = quad_max(m[r]) * sf;
+}
+
 // P = exp2(s * sf + neg_m[row half]) in place over the strip, each row's sum (4 partial sums, a
 // tree at the end) added to row_sum: the exponentiation step of the warp-specialised kernels.
 template <int kN>
@@ -92,6 +102,7 @@ __device__ __forceinline__ void rescale_strip(float (&o)[kN][4], const float (&a
 template <int kN>
 __device__ __forceinline__ void exact_tile_softmax(float (&s)[kN][4], float sf, float (&row_max)[2], float (&row_sum)[2],
                                                    float (&alpha)[2], float slack = attn::kLazyMaxSlack, float p_offset = 0.f) {
+  // (quad_row_max's work, each row's update right after its quad reduction)
   float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
   float neg_m[2];
 #pragma unroll

@@ -262,12 +262,8 @@ struct DecodeMla {
                 s[j][2 * r + e] = key0 + 8 * j + 2 * t4 + e < lim[r] ? x : -CUDART_INF_F;
               }
         }
-        float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)}, alpha[2], neg_m[2], m[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          tile_max[r] = quad_max(tile_max[r]);
-          tile_max[r] *= sf;
-        }
+        float tile_max[2], alpha[2], neg_m[2], m[2];
+        quad_row_max(s, sf, tile_max);
         if (k > 0) ptx::mbarrier_wait_parity(sm.m_ready(c ^ 1), ((k - 1) >> 1) & 1);  // m_{k-1}
 #pragma unroll
         for (int r = 0; r < 2; ++r) {

@@ -374,12 +374,8 @@ struct FfpaWsPipeline {
                                                  float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2]) {
     const bool per_elem = Problem::mask(s, p, w, j, key0, row0, g, t4);
     const float sf = per_elem ? 1.f : Problem::scale_log2(p, w);
-    float tile_max[2] = {strip_row_max(s, 0), strip_row_max(s, 1)};
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = quad_max(tile_max[r]);
-      tile_max[r] *= sf;
-    }
+    float tile_max[2];
+    quad_row_max(s, sf, tile_max);
     exchange_stats(sm, kXMax, slot, r0, t4, xphase, tile_max);
     float neg_m[2];
 #pragma unroll
