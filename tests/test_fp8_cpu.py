@@ -148,3 +148,17 @@ def test_descales_as_the_op_takes_them():
     per_head = torch.rand(2, 3)
     s, t = _descale_2d(per_head)
     assert s == 1.0 and t is per_head
+
+
+@pytest.mark.requires_extension
+def test_the_fp8_kernels_persistent_grid_rule():
+    """The FA-2-style FP8 kernel walks items on a grid of one block an SM where every item sees the same keys (no
+    causal mask, no attn_mask: csrc/launch/heuristics.h fp8_persistent_grid; session 51: +1-3% at B=4 H=8 N=8448
+    and B=1 H=32 N=8192, D = 64 / 128 / 256); causal or masked calls keep one block an item."""
+    import ffpa_attn._C as C
+
+    assert C.fp8_persistent_grid(False, False, 1408, 132) == 132
+    assert C.fp8_persistent_grid(False, False, 100, 132) == 100  # under a wave: one item a block anyway
+    assert C.fp8_persistent_grid(True, False, 1408, 132) == 1408
+    assert C.fp8_persistent_grid(False, True, 1408, 132) == 1408
+    assert C.fp8_persistent_grid(False, False, 1408, 0) == 1408  # no SM count: one block an item

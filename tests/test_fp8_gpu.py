@@ -222,6 +222,30 @@ def test_fp8_kernel_negative_scale_and_strided_views(widest):
 
 
 @needs_fp8_kernel
+@pytest.mark.parametrize("D", [64, 128, 256])
+@pytest.mark.parametrize("form", ["prepass", "kernel"])
+def test_fp8_persistent_walk_over_several_items(D, form):
+    """Non-causal calls without a mask run a grid of one block an SM (launch/heuristics.h fp8_persistent_grid):
+    with 2 x 80 heads x 2 query blocks (320 items) each block walks two or three items of different heads,
+    each with its own per-head descales, Q reloaded under the last P V; GQA; a negative scale (each item flips
+    its Q's sign bits); both V^T forms where the kernel has them."""
+    if D not in _FP8_DIMS or (form == "kernel" and D > 128):
+        pytest.skip(f"FP8 kernel D={D} ({form}) not compiled")
+    assert 2 * 80 * 2 > torch.cuda.get_device_properties(0).multi_processor_count  # several items a block
+    ffpa_attn._C.set_fp8_v_transpose(form)
+    try:
+        _check_fp8_kernel(2, 80, 16, 200, 333, D, False, "top_left", "per_head", torch.bfloat16, D + 1)
+        (q8, qd), (k8, kd), (v8, vd) = _case(2, 80, 16, 200, 333, D, D + 2)
+        poison_allocator(((2, 80, 200, D), torch.bfloat16))
+        out = ffpa_attn.forward(q8, k8, v8, scale=-0.05, enable_gqa=True, q_descale=qd, k_descale=kd, v_descale=vd,
+                                strict=True)
+        want, _ = reference(_deq(q8, qd), _deq(k8, kd), _deq(v8, vd), scale=-0.05)
+        assert _rel_rmse(out, want) <= 3e-2
+    finally:
+        ffpa_attn._C.set_fp8_v_transpose("auto")
+
+
+@needs_fp8_kernel
 def test_fp8_kernel_under_compile_and_cuda_graph():
     (q8, qd), (k8, kd), (v8, vd) = _case(1, 4, 2, 300, 300, _FP8_DIMS[0], 9)
 

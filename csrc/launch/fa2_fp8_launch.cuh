@@ -1,7 +1,8 @@
 // Definition of the FP8 (e4m3) forward launcher: V^T by the pre-pass (kernels/fp8_v_transpose.cuh) or, where
 // asked (set_fp8_v_transpose; D = 64, 128), by the kernel itself; the pre-pass writes p.vt (sized by the op where KernelInfo::fp8_vt_prepass
 // says so), the TMA maps of Q, K and V (or V^T), the shared-memory opt-in and
-// one block per kBlockM (128 or 192) query rows of each (batch, head) (kernels/fa2_fwd_sm90_fp8.cuh), the output
+// the kernel (kernels/fa2_fwd_sm90_fp8.cuh) over work items of kBlockM (128 or 192) query rows of a (batch, head),
+// one block an SM or one an item (launch/heuristics.h fp8_persistent_grid), the output
 // dtype picked by p.out_fp16; past D = 256 the FFPA-style kernel (launch/ffpa_fp8_launch.cuh).
 // sm_90a builds only; included only by the generated instantiation files.
 #pragma once
@@ -70,7 +71,8 @@ struct Fa2Fp8Form {
     using V = Variant<Out>;
     cudaError_t err = opt_in_smem(V::kernel, Traits::kSmemBytes, V::opted_in);
     if (err != cudaSuccess) return err;
-    V::kernel<<<static_cast<unsigned>(items), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
+    const int64_t grid = fp8_persistent_grid(p.is_causal, p.mask != nullptr, items, num_sms());
+    V::kernel<<<static_cast<unsigned>(grid), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
     return cudaGetLastError();
   }
 

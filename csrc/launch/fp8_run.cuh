@@ -18,7 +18,8 @@
 namespace ffpa::launch {
 
 // L: the launcher (L::Traits' kBlockM, kBlockN and kSmemBytes; L::encode_maps(p, &maps) and
-// L::launch<Out>(p, maps, items, stream)); one block per kBlockM query rows of each (batch, head).
+// L::launch<Out>(p, maps, items, stream)); `items`: the kBlockM query rows of each (batch, head), which the launcher
+// sizes its grid by.
 // kPrepass false: the kernel reads V as it lies (p.vt is not used).
 template <typename L, typename Maps, int kHeadDim, bool kPermute, bool kPrepass = true>
 cudaError_t fp8_run(const FwdParams& p, cudaStream_t stream) {

@@ -496,6 +496,17 @@ inline bool ffpa_ws_share_k(bool causal, int m_blocks) { return causal && m_bloc
 // the H200 gives up 3-4%; one rule for both (the bars hold on either host).
 constexpr int kShareKMinBlocksFp8 = 32;
 inline bool ffpa_ws_share_k_fp8(int m_blocks) { return m_blocks >= kShareKMinBlocksFp8; }
+
+// The FA-2-style FP8 kernel's grid (kernels/fa2_fwd_sm90_fp8.cuh walks items b, b + grid, ..): one block an SM
+// where every item sees the same keys (no causal mask, no attn_mask), so a block's next Q and first tiles load
+// under its last P V and epilogue; one block an item otherwise, where the hardware's dealing of blocks balances
+// items of unequal length (a static walk over causal items in longest-first order would give block b only query
+// blocks of one length). Session 51, one H100 (scripts/dev/s51_fp8_persist.sh: fp8_probe.py, TFLOPS, one block an
+// SM / one an item, two interleaved pairs): B=4 H=8 N=8448 D = 64 666, 667 / 658, 658; D = 128 996, 994 / 982,
+// 984; D = 256 1269, 1266 / 1242, 1232; B=1 H=32 N=8192 652, 653 / 645, 645; 906, 907 / 894, 895; 1190 / 1168, 1169.
+inline int64_t fp8_persistent_grid(bool causal, bool masked, int64_t items, int sms) {
+  return causal || masked || sms <= 0 ? items : std::min<int64_t>(items, sms);
+}
 // The query blocks a K-sharing launch covers: whole pairs (an odd count's last pair has a block past L,
 // which walks its partner's tiles and stores nothing). The bf16 / fp16 and FP8 launchers size by it.
 inline int64_t ffpa_ws_share_k_blocks(int m_blocks) { return static_cast<int64_t>(m_blocks) + m_blocks % 2; }

@@ -325,6 +325,10 @@ PYBIND11_MODULE(_C, m) {
         py::arg("causal"),
         "Whether the look-ahead and P pair FA-2 Hopper kernels run with the standing max (no tile row max once a "
         "warp's rows have theirs; csrc/launch/heuristics.h), for explicit sizes");
+  m.def("fp8_persistent_grid", &ffpa::launch::fp8_persistent_grid, py::arg("causal"), py::arg("masked"),
+        py::arg("items"), py::arg("sms"),
+        "The FA-2-style FP8 kernel's grid: one block an SM where every item sees the same keys, else one an item "
+        "(csrc/launch/heuristics.h), for explicit sizes");
   m.def(
       "fa2_split_tail",
       [](int64_t items, int sms, int len_kv, int block_n, bool causal, bool masked) {

@@ -32,7 +32,10 @@
 //   v_scale) the output in the epilogue.
 // attn_mask through the block map (kernels/mask_block_map.cuh, at this kernel's tile): skipped tiles
 // are never loaded, the mask is read per element in partial ones (attn/mask.cuh).
-// One block per work item (Traits::kBlockM query rows of one (batch, head)), last query block first.
+// Work items (Traits::kBlockM query rows of one (batch, head), last query block first) walked by a persistent grid:
+// block b takes items b, b + gridDim.x, .. (every role walks the same sequence; with a grid of one block an item,
+// the launcher's causal form, that is one item). Q has a full and an empty barrier: the consumers release it after
+// their item's last S, so the producer loads the next item's Q and first tiles under the last P V and the epilogue.
 #pragma once
 #include <cuda.h>
 
@@ -89,7 +92,7 @@ struct Fa2FwdFp8 {
   static constexpr uint32_t kConsumerWarps = 4 * kConsumers;
 
   struct Smem {
-    uint32_t q, k, vt, vn, q_bar;
+    uint32_t q, k, vt, vn, q_bar, q_empty;
     RingK ring_k;
     RingV ring_v;
     RingN ring_n;
@@ -103,6 +106,7 @@ struct Fa2FwdFp8 {
     s.vt = s.k + Traits::kKStages * KTile::kBytes;
     s.vn = s.vt + Traits::kVtStages * VtTile::kBytes;
     s.q_bar = s.vn + Traits::kVnStages * VnTile::kBytes;
+    s.q_empty = s.q_bar + 8;
     s.ring_k = RingK{s.q_bar + 16};
     s.ring_v = RingV{s.ring_k.bars + RingK::kBarrierBytes};
     s.ring_n = RingN{s.ring_v.bars + RingV::kBarrierBytes};
@@ -114,9 +118,11 @@ struct Fa2FwdFp8 {
     const uint8_t* codes;  // the item's row of the mask block map, or null
   };
 
-  static __device__ __forceinline__ Item item(const FwdParams& p) {
-    const int m_blocks = (p.len_q + kBlockM - 1) / kBlockM;
-    const int t = blockIdx.x;
+  static __device__ __forceinline__ int m_blocks(const FwdParams& p) { return (p.len_q + kBlockM - 1) / kBlockM; }
+  static __device__ __forceinline__ int items(const FwdParams& p) { return m_blocks(p) * p.heads_q * p.batch; }
+
+  static __device__ __forceinline__ Item item(const FwdParams& p, int t) {
+    const int m_blocks = Fa2FwdFp8::m_blocks(p);
     Item w;
     const int m_block = m_blocks - 1 - t % m_blocks;  // the longest causal rows first
     const int bh = t / m_blocks;
@@ -135,15 +141,32 @@ struct Fa2FwdFp8 {
   }
 
   // ---- producer (one thread) ---------------------------------------------------------------
-  static __device__ __forceinline__ void produce(const FwdParams& p, const Fp8TmaMaps& maps, const Smem& s, const Item& w) {
+  // Ring states run on across the block's items.
+  struct States {
+    typename RingK::State k;
+    typename RingV::State v;
+    typename RingN::State n;
+  };
+
+  static __device__ __forceinline__ void produce(const FwdParams& p, const Fp8TmaMaps& maps, const Smem& s) {
     ptx::tma_prefetch_map(&maps.q);
     ptx::tma_prefetch_map(&maps.k);
     ptx::tma_prefetch_map(kVtInKernel ? &maps.v : &maps.vt);
-    ptx::mbarrier_arrive_expect_tx(s.q_bar, QTile::kBytes);
-    ptx::tma_load_5d(s.q, &maps.q, s.q_bar, 0, w.m0, 0, w.head, w.batch);
-    typename RingK::State sk;
-    typename RingV::State sv;
-    typename RingN::State sn;
+    States st;
+    const int n_items = items(p);
+    for (int t = blockIdx.x, it = 0; t < n_items; t += gridDim.x, ++it) {
+      const Item w = item(p, t);
+      if (it > 0) ptx::mbarrier_wait_parity(s.q_empty, (it - 1) & 1);  // the last item's S all issued and done
+      ptx::mbarrier_arrive_expect_tx(s.q_bar, QTile::kBytes);
+      ptx::tma_load_5d(s.q, &maps.q, s.q_bar, 0, w.m0, 0, w.head, w.batch);
+      produce_tiles(s, maps, w, st);
+    }
+  }
+
+  static __device__ __forceinline__ void produce_tiles(const Smem& s, const Fp8TmaMaps& maps, const Item& w, States& st) {
+    typename RingK::State& sk = st.k;
+    typename RingV::State& sv = st.v;
+    typename RingN::State& sn = st.n;
     for (int j = next_tile(w, 0); j < w.n_end; j = next_tile(w, j + 1)) {
       s.ring_k.producer_acquire(sk);
       s.ring_k.producer_expect(sk, KTile::kBytes);
@@ -177,11 +200,17 @@ struct Fa2FwdFp8 {
   // 32 G + 16 h + 4 t + {0..3} (fp8_p_key); stmatrix writes the four words (columns 16 U + 2 m + {0, 1},
   // h = 0, 1) as four 8 x 16-byte matrices. The loads hit 8 bank groups; the stores 4 (rows 2 m and
   // 2 m + 8 share one), two wavefronts a matrix.
-  static __device__ __forceinline__ void transpose(const Smem& s, const Item& w) {
+  static __device__ __forceinline__ void transpose(const FwdParams& p, const Smem& s) {
+    States st;
+    const int n_items = items(p);
+    for (int t = blockIdx.x; t < n_items; t += gridDim.x) transpose_tiles(s, item(p, t), st);
+  }
+
+  static __device__ __forceinline__ void transpose_tiles(const Smem& s, const Item& w, States& st) {
     const int warp = threadIdx.x / 32 - 1, lane = threadIdx.x % 32;
     constexpr int kColUnits = Traits::kHeadDimV / 16;
-    typename RingN::State sn;
-    typename RingV::State sv;
+    typename RingN::State& sn = st.n;
+    typename RingV::State& sv = st.v;
     for (int j = next_tile(w, 0); j < w.n_end; j = next_tile(w, j + 1)) {
       s.ring_n.consumer_wait(sn);
       s.ring_v.producer_acquire(sv);
@@ -279,7 +308,15 @@ struct Fa2FwdFp8 {
     }
   }
 
-  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, const Item& w, int c) {
+  static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, int c) {
+    States st;
+    const int n_items = items(p);
+    for (int t = blockIdx.x, it = 0; t < n_items; t += gridDim.x, ++it) consume_item(p, sm, item(p, t), c, it, st);
+  }
+
+  // Item `it` of this block: Q's full barrier completes once an item.
+  static __device__ __forceinline__ void consume_item(const FwdParams& p, const Smem& sm, const Item& w, int c, int it,
+                                                      States& st) {
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;
     const uint32_t q_wg = sm.q + c * 64 * 128;  // this warpgroup's 64 rows in each 128-byte chunk
@@ -292,15 +329,15 @@ struct Fa2FwdFp8 {
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
 
-    ptx::mbarrier_wait_parity(sm.q_bar, 0);
+    ptx::mbarrier_wait_parity(sm.q_bar, it & 1);
     if (p.scale_log2 < 0.f) {  // a negative scale is a positive one on -Q: flip the sign bits of its bytes
       QTile::xor_rows64(q_wg, 0x80808080u, tid);
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(1 + kConsumers + c, 128);
     }
 
-    typename RingK::State sk;
-    typename RingV::State sv;
+    typename RingK::State& sk = st.k;
+    typename RingV::State& sv = st.v;
     uint32_t pf[Traits::kKStepsPV][4];
     int j = next_tile(w, 0);
     if (j < w.n_end) {
@@ -332,12 +369,16 @@ struct Fa2FwdFp8 {
         rescale_strip(o, alpha);
         pack(s, pf);
       }
+      if (lane == 0) ptx::mbarrier_arrive(sm.q_empty);  // the item's last S is done: Q may be refilled
       sm.ring_v.consumer_wait(sv);
       ptx::wgmma_fence_operand(o);
       issue_pv(o, pf, sm.vt + sv.stage * VtTile::kBytes);
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operand(o);
       if (lane == 0) sm.ring_v.consumer_release(sv);
+      sv.advance();  // (the states run on into the block's next item)
+    } else if (lane == 0) {
+      ptx::mbarrier_arrive(sm.q_empty);  // no key tiles: Q was not read
     }
     const float out_scale =
         p.v_scale * fp8_descale(p.v_descale, p.v_descale_batch_stride, p.v_descale_head_stride, w.batch, w.head_kv);
@@ -346,9 +387,9 @@ struct Fa2FwdFp8 {
 
   static __device__ __forceinline__ void run(const FwdParams& p, const Fp8TmaMaps& maps, char* smem_raw) {
     const Smem sm = layout(smem_raw);
-    const Item w = item(p);
     if (threadIdx.x == 0) {
       ptx::mbarrier_init(sm.q_bar, 1);
+      ptx::mbarrier_init(sm.q_empty, kConsumerWarps);
       sm.ring_k.init(kConsumerWarps);
       // V^T stages: the TMA thread's one arrival (pre-pass form) or one per transposer warp
       sm.ring_v.init(kConsumerWarps, kVtInKernel ? Traits::kTransposeWarps : 1);
@@ -358,14 +399,14 @@ struct Fa2FwdFp8 {
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
       ptx::setmaxnreg_dec<Traits::kProducerRegs>();
-      if (threadIdx.x == 0) produce(p, maps, sm, w);
+      if (threadIdx.x == 0) produce(p, maps, sm);
       if constexpr (kVtInKernel)
-        if (threadIdx.x >= 32 && threadIdx.x < 32 * (1 + Traits::kTransposeWarps)) transpose(sm, w);
+        if (threadIdx.x >= 32 && threadIdx.x < 32 * (1 + Traits::kTransposeWarps)) transpose(p, sm);
       return;
     }
     ptx::setmaxnreg_inc<Traits::kConsumerRegs>();
     const int c = __shfl_sync(0xffffffffu, wg, 0) - 1;  // (warp-uniform to ptxas: fa2_fwd_sm90_ws.cuh run())
-    consume(p, sm, w, c);
+    consume(p, sm, c);
   }
 };
 

@@ -74,7 +74,7 @@ struct Fa2Fp8Traits {
   // The block starts with 168 registers a thread with two consumers (65536 / 384, in steps of 8; 128 with
   // three): 128 x 24 + 256 x 240 (or 384 x 160) = 64512 is all of it, so the consumers' setmaxnreg.inc can
   // complete (a first in-kernel form gave the producer 32 and the consumers waited there forever). At 24
-  // the transposers' loop spills 16 bytes.
+  // the transposers' loop spills 16 bytes (56 since session 51: the item walk of the persistent grid).
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
   static constexpr int kTransposeWarps = 3;  // producer warps 1..3
