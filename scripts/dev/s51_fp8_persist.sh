@@ -2,7 +2,8 @@
 # Session 51: the FP8 FA-2-style kernel on a persistent grid (launch/heuristics.h fp8_persistent_grid). As run, the
 # launcher read FFPA_DEV_WS=1 as one block an item (the A/B's v1); that switch was removed when the grid landed, so the
 # variants now time the same kernel (bring the switch back into fp8_persistent_grid to repeat the A/B).
-# One call: build (fa2 + fp8, D = 64 / 128 / 256), the FP8 GPU tests, fp8_probe.py 0,1,0,1 (non-causal; causal calls keep one block an item), then the three sanitizers on sanitize_one.py's fp8 part.
+# One call: build (fa2 + fp8, D = 64 / 128 / 256), the FP8 GPU tests, fp8_probe.py 0,1,0,1 (non-causal; causal calls keep
+# one block an item), then the three sanitizers on sanitize_one.py's fp8 part.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
