@@ -226,7 +226,8 @@ for d in fp8_dims if "fp8" in PARTS else ():
         (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
         for form in ("prepass", "kernel") if d <= 128 else ("prepass",):
             C.set_fp8_v_transpose(form)
-            run(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+            for causal in (False, True):  # causal: query-block pairs (fp8_causal_walk)
+                run(q8, k8, v8, is_causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
 C.set_fp8_v_transpose("auto")
 if 512 in fp8_dims and "fp8" in PARTS and not NO_CLUSTER:  # D = 512 causal, 129 query blocks: K-sharing pairs
     g = torch.Generator(device="cuda").manual_seed(5)

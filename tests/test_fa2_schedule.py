@@ -333,3 +333,34 @@ def test_the_split_pieces_cover_every_tile_once_and_pair_each_cut_item(items, sh
     for cut, two in by_cut.items():
         (li, lb, le, lk), (ri, rb, re, rk) = sorted(two, key=lambda x: x[1])
         assert li == ri and lb == 0 and le == rb and re == tiles and (lk, rk) == (cut - 1, cut), two
+
+
+# ---- the walk's order (csrc/include/ffpa/kernels/fa2_walk_order.h) -------------------------------------------
+
+def test_the_walk_visits_every_item_once():
+    import ffpa_attn._C as C
+
+    for bh, m, causal, tail in ((4, 11, True, 2), (3, 7, True, 0), (2, 4, True, 2), (5, 1, True, 1), (3, 5, False, 0)):
+        items = C.fa2_walk_items(bh, m, causal, tail)
+        assert sorted(items) == [(h, b) for h in range(bh) for b in range(m)], (bh, m, causal, tail)
+
+
+def test_causal_pairs_join_the_longest_and_the_shortest_query_block():
+    import ffpa_attn._C as C
+
+    items = C.fa2_walk_items(2, 11, True, 0)
+    assert items[:4] == [(0, 10), (0, 0), (0, 9), (0, 1)]
+    assert items[10] == (0, 5) and items[11] == (1, 10)  # the middle block alone, then the next head
+    assert C.fa2_walk_items(2, 3, False, 0) == [(0, 2), (0, 1), (0, 0), (1, 2), (1, 1), (1, 0)]  # last block first
+
+
+def test_the_causal_tail_deals_the_longest_items_first():
+    """The tail (launch/heuristics.h fa2_causal_tail_bh) is there so the walk ends on ever shorter items: rank r
+    of every tail head in turn, r = 0 query block M - 1 (sessions 38-50 dealt block r, the shortest, first)."""
+    import ffpa_attn._C as C
+
+    bh, m, tail = 4, 11, 2
+    items = C.fa2_walk_items(bh, m, True, tail)
+    single = items[-tail * m:]
+    assert {h for h, _ in single} == {2, 3}
+    assert [b for _, b in single] == [b for b in range(m - 1, -1, -1) for _ in range(tail)]

@@ -162,3 +162,15 @@ def test_the_fp8_kernels_persistent_grid_rule():
     assert C.fp8_persistent_grid(True, False, 1408, 132) == 1408
     assert C.fp8_persistent_grid(False, True, 1408, 132) == 1408
     assert C.fp8_persistent_grid(False, False, 1408, 0) == 1408  # no SM count: one block an item
+
+
+@pytest.mark.requires_extension
+def test_the_fp8_kernels_causal_walk_rule():
+    """Causal FP8 calls without a mask walk pairs of query blocks on one block an SM at D = 256 and at short keys, and
+    run single items longest first otherwise (csrc/launch/heuristics.h fp8_causal_walk; session 52's A/B)."""
+    import ffpa_attn._C as C
+
+    assert C.fp8_causal_walk(False, 256, 8448) and C.fp8_causal_walk(False, 256, 100000)
+    assert C.fp8_causal_walk(False, 128, 2048) and C.fp8_causal_walk(False, 64, 2048)
+    assert not C.fp8_causal_walk(False, 128, 2049) and not C.fp8_causal_walk(False, 64, 8192)
+    assert not C.fp8_causal_walk(True, 256, 2048)  # a mask: one block an item

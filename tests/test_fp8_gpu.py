@@ -224,17 +224,24 @@ def test_fp8_kernel_negative_scale_and_strided_views(widest):
 @needs_fp8_kernel
 @pytest.mark.parametrize("D", [64, 128, 256])
 @pytest.mark.parametrize("form", ["prepass", "kernel"])
-def test_fp8_persistent_walk_over_several_items(D, form):
+@pytest.mark.parametrize("causal,align", [(False, "top_left"), (True, "top_left"), (True, "bottom_right")],
+                         ids=["full", "causal", "causal_br"])
+def test_fp8_persistent_walk_over_several_items(D, form, causal, align):
     """Non-causal calls without a mask run a grid of one block an SM (launch/heuristics.h fp8_persistent_grid):
     with 2 x 80 heads x 2 query blocks (320 items) each block walks two or three items of different heads,
     each with its own per-head descales, Q reloaded under the last P V; GQA; a negative scale (each item flips
-    its Q's sign bits); both V^T forms where the kernel has them."""
+    its Q's sign bits); both V^T forms where the kernel has them. Causal calls walk pairs of query blocks on one
+    block an SM, or single items longest first (fp8_causal_walk: 333 keys pair at every D, 2100 keys only at D = 256)."""
     if D not in _FP8_DIMS or (form == "kernel" and D > 128):
         pytest.skip(f"FP8 kernel D={D} ({form}) not compiled")
     assert 2 * 80 * 2 > torch.cuda.get_device_properties(0).multi_processor_count  # several items a block
     ffpa_attn._C.set_fp8_v_transpose(form)
     try:
-        _check_fp8_kernel(2, 80, 16, 200, 333, D, False, "top_left", "per_head", torch.bfloat16, D + 1)
+        for lk in (333, 2100) if causal else (333,):
+            assert ffpa_attn._C.fp8_causal_walk(False, D, lk) == (lk <= 2048 or D >= 256) or not causal
+            _check_fp8_kernel(2, 80, 16, 200, lk, D, causal, align, "per_head", torch.bfloat16, D + 1)
+        if causal:  # the negative scale below: once, non-causal
+            return
         (q8, qd), (k8, kd), (v8, vd) = _case(2, 80, 16, 200, 333, D, D + 2)
         poison_allocator(((2, 80, 200, D), torch.bfloat16))
         out = ffpa_attn.forward(q8, k8, v8, scale=-0.05, enable_gqa=True, q_descale=qd, k_descale=kd, v_descale=vd,

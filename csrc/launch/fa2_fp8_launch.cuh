@@ -11,6 +11,7 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "ffpa/kernels/fa2_fwd_sm90_fp8.cuh"
@@ -71,8 +72,18 @@ struct Fa2Fp8Form {
     using V = Variant<Out>;
     cudaError_t err = opt_in_smem(V::kernel, Traits::kSmemBytes, V::opted_in);
     if (err != cudaSuccess) return err;
-    const int64_t grid = fp8_persistent_grid(p.is_causal, p.mask != nullptr, items, num_sms());
-    V::kernel<<<static_cast<unsigned>(grid), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, maps);
+    // Causal: pairs of query blocks on one block an SM, or single items longest first, one block each
+    // (launch/heuristics.h fp8_causal_walk); the kernel walks Fa2WsItems::Walk either way.
+    FwdParams q = p;
+    int64_t grid = fp8_persistent_grid(q.is_causal, q.mask != nullptr, items, num_sms());
+    if (q.is_causal) {
+      const bool pairs = fp8_causal_walk(q.mask != nullptr, kHeadDim, q.len_kv) && num_sms() > 0;
+      const int m_blocks = (q.len_q + Traits::kBlockM - 1) / Traits::kBlockM;
+      q.causal_tail_bh = pairs ? 0 : q.heads_q * q.batch;
+      const int64_t slots = attn::Fa2WsItems<Traits::kBlockM, Traits::kBlockN>::walk_slots(q, m_blocks);
+      grid = pairs ? std::min<int64_t>(slots, num_sms()) : slots;
+    }
+    V::kernel<<<static_cast<unsigned>(grid), Traits::kThreads, Traits::kSmemBytes, stream>>>(q, maps);
     return cudaGetLastError();
   }
 

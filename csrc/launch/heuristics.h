@@ -499,13 +499,21 @@ inline bool ffpa_ws_share_k_fp8(int m_blocks) { return m_blocks >= kShareKMinBlo
 
 // The FA-2-style FP8 kernel's grid (kernels/fa2_fwd_sm90_fp8.cuh walks items b, b + grid, ..): one block an SM
 // where every item sees the same keys (no causal mask, no attn_mask), so a block's next Q and first tiles load
-// under its last P V and epilogue; one block an item otherwise, where the hardware's dealing of blocks balances
-// items of unequal length (a static walk over causal items in longest-first order would give block b only query
-// blocks of one length). Session 51, one H100 (scripts/dev/s51_fp8_persist.sh: fp8_probe.py, TFLOPS, one block an
+// under its last P V and epilogue; one block an item otherwise (causal calls: fp8_causal_walk below decides). Session 51, one H100 (scripts/dev/s51_fp8_persist.sh: fp8_probe.py, TFLOPS, one block an
 // SM / one an item, two interleaved pairs): B=4 H=8 N=8448 D = 64 666, 667 / 658, 658; D = 128 996, 994 / 982,
 // 984; D = 256 1269, 1266 / 1242, 1232; B=1 H=32 N=8192 652, 653 / 645, 645; 906, 907 / 894, 895; 1190 / 1168, 1169.
 inline int64_t fp8_persistent_grid(bool causal, bool masked, int64_t items, int sms) {
   return causal || masked || sms <= 0 ? items : std::min<int64_t>(items, sms);
+}
+// Causal FP8 calls without an attn_mask: walk the bf16 kernel's query-block pairs (M - 1 - q, q: Fa2WsItems::Walk) on
+// one block an SM, or run one block an item with single items dealt longest first (the tail covering every head).
+// Session 52, one H100 (scripts/dev/s52_fp8_causal_walk.sh, fp8_probe.py, TFLOPS, pairs / singles, two interleaved
+// runs, pre-pass V^T): D = 256 pairs win everywhere (B=4 H=8 N=8448 1233 / 1119, B=1 H=32 N=8192 1169, 1073 / 1102,
+// 1032, B=8 H=16 N=2048 717 / 478); D = 128 at B=8 H=16 N=2048 530 / 501; D = 64 there a tie (325 / 324); at long
+// keys D = 64 / 128 singles win (B=4 H=8 N=8448 537 / 577, 821 / 880; B=1 H=32 N=8192 517 / 568, 813 / 886).
+constexpr int64_t kFp8CausalWalkMaxKeys = 2048;
+inline bool fp8_causal_walk(bool masked, int head_dim, int64_t len_kv) {
+  return !masked && (head_dim >= 256 || len_kv <= kFp8CausalWalkMaxKeys);
 }
 // The query blocks a K-sharing launch covers: whole pairs (an odd count's last pair has a block past L,
 // which walks its partner's tiles and stores nothing). The bf16 / fp16 and FP8 launchers size by it.

@@ -8,6 +8,7 @@
 
 #include "ffpa/constants.h"
 #include "ffpa/kernels/fa2_split_plan.h"
+#include "ffpa/kernels/fa2_walk_order.h"
 #include "generated/build_manifest.h"
 #include "generated/spec.h"
 #include "launch/ffpa_fwd.h"
@@ -251,6 +252,22 @@ py::list fa2_split_pieces(int64_t items, int64_t from_slot, int shares, int tile
   return out;
 }
 
+// The warp-specialised FA-2 kernel's walk (kernels/fa2_walk_order.h) on the host: every item in slot order (a pair's
+// two in turn) as (batch x head, query block); empty for sizes the launcher never makes.
+py::list fa2_walk_items(int bh, int m_blocks, bool causal, int tail) {
+  using W = ffpa::attn::Fa2WalkOrder;
+  py::list out;
+  if (bh <= 0 || m_blocks <= 0 || tail < 0 || tail > bh || (!causal && tail != 0)) return out;
+  if (static_cast<int64_t>(bh) * m_blocks > INT32_MAX) return out;
+  const int slots = W::paired(bh, causal, tail, m_blocks) + (causal ? tail * m_blocks : 0);
+  for (int s = 0; s < slots; ++s)
+    for (int half = 0; half < (W::pair_has_second(causal, tail, bh, m_blocks, s) ? 2 : 1); ++half) {
+      const int t = W::item(bh, causal, tail, m_blocks, s, half);
+      out.append(py::make_tuple(t / m_blocks, m_blocks - 1 - t % m_blocks));
+    }
+  return out;
+}
+
 // Whether a decode call's blocks take their sequences longest first (launch/heuristics.h), for
 // explicit sizes, under the process-wide order setting.
 bool decode_longest_first(bool varlen, int batch, int64_t blocks, int64_t slots) {
@@ -329,6 +346,9 @@ PYBIND11_MODULE(_C, m) {
         py::arg("items"), py::arg("sms"),
         "The FA-2-style FP8 kernel's grid: one block an SM where every item sees the same keys, else one an item "
         "(csrc/launch/heuristics.h), for explicit sizes");
+  m.def("fp8_causal_walk", &ffpa::launch::fp8_causal_walk, py::arg("masked"), py::arg("head_dim"), py::arg("len_kv"),
+        "Whether a causal FA-2-style FP8 call walks pairs of query blocks on one block an SM (else single items "
+        "longest first, one block each; csrc/launch/heuristics.h), for explicit sizes");
   m.def(
       "fa2_split_tail",
       [](int64_t items, int sms, int len_kv, int block_n, bool causal, bool masked) {
@@ -342,6 +362,9 @@ PYBIND11_MODULE(_C, m) {
         py::arg("tiles"),
         "The split tail's pieces per share as the kernel's producer walks them (kernels/fa2_ws_split.cuh): "
         "[(share, item, first tile, end tile, the boundary that cuts the item or -1)]");
+  m.def("fa2_walk_items", &fa2_walk_items, py::arg("bh"), py::arg("m_blocks"), py::arg("causal"), py::arg("tail"),
+        "The warp-specialised FA-2 kernel's work items in walk order (kernels/fa2_walk_order.h): [(batch x head, "
+        "query block)], a causal pair's two in turn, then the tail's single items");
   m.def("fa2_tile_work", &ffpa::launch::fa2_tile_work, py::arg("len_q"), py::arg("len_kv"), py::arg("causal"),
         py::arg("causal_offset"), py::arg("block_m"), py::arg("block_n"),
         "An FA-2 call's work on block_m x block_n tiles, padding included (csrc/launch/heuristics.h)");

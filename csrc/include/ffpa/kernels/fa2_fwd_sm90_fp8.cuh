@@ -49,6 +49,7 @@
 #include "ffpa/attn/standing_max.cuh"
 #include "ffpa/attn/state.cuh"
 #include "ffpa/attn/tile_mask.cuh"
+#include "ffpa/kernels/fa2_ws_schedule.cuh"  // Fa2WsItems::Walk
 #include "ffpa/params.h"
 #include "ffpa/ptx/cp_async.cuh"  // smem_u32addr
 #include "ffpa/ptx/fp8.cuh"
@@ -119,7 +120,9 @@ struct Fa2FwdFp8 {
   };
 
   static __device__ __forceinline__ int m_blocks(const FwdParams& p) { return (p.len_q + kBlockM - 1) / kBlockM; }
-  static __device__ __forceinline__ int items(const FwdParams& p) { return m_blocks(p) * p.heads_q * p.batch; }
+  // The bf16 kernel's walk (Fa2WsItems::Walk without a work counter: slots b, b + grid, ..; causal: pairs of query
+  // blocks M - 1 - q and q, then p.causal_tail_bh heads' single items, longest first; the launcher picks the tail).
+  using Walk = typename Fa2WsItems<kBlockM, kBlockN>::Walk;
 
   static __device__ __forceinline__ Item item(const FwdParams& p, int t) {
     const int m_blocks = Fa2FwdFp8::m_blocks(p);
@@ -153,9 +156,10 @@ struct Fa2FwdFp8 {
     ptx::tma_prefetch_map(&maps.k);
     ptx::tma_prefetch_map(kVtInKernel ? &maps.v : &maps.vt);
     States st;
-    const int n_items = items(p);
-    for (int t = blockIdx.x, it = 0; t < n_items; t += gridDim.x, ++it) {
-      const Item w = item(p, t);
+    const int mb = m_blocks(p);
+    int it = 0;
+    for (Walk wk; wk.valid(p, mb); wk.advance(p, mb), ++it) {
+      const Item w = item(p, wk.t(p, mb));
       if (it > 0) ptx::mbarrier_wait_parity(s.q_empty, (it - 1) & 1);  // the last item's S all issued and done
       ptx::mbarrier_arrive_expect_tx(s.q_bar, QTile::kBytes);
       ptx::tma_load_5d(s.q, &maps.q, s.q_bar, 0, w.m0, 0, w.head, w.batch);
@@ -202,8 +206,8 @@ struct Fa2FwdFp8 {
   // 2 m + 8 share one), two wavefronts a matrix.
   static __device__ __forceinline__ void transpose(const FwdParams& p, const Smem& s) {
     States st;
-    const int n_items = items(p);
-    for (int t = blockIdx.x; t < n_items; t += gridDim.x) transpose_tiles(s, item(p, t), st);
+    const int mb = m_blocks(p);
+    for (Walk wk; wk.valid(p, mb); wk.advance(p, mb)) transpose_tiles(s, item(p, wk.t(p, mb)), st);
   }
 
   static __device__ __forceinline__ void transpose_tiles(const Smem& s, const Item& w, States& st) {
@@ -310,8 +314,9 @@ struct Fa2FwdFp8 {
 
   static __device__ __forceinline__ void consume(const FwdParams& p, const Smem& sm, int c) {
     States st;
-    const int n_items = items(p);
-    for (int t = blockIdx.x, it = 0; t < n_items; t += gridDim.x, ++it) consume_item(p, sm, item(p, t), c, it, st);
+    const int mb = m_blocks(p);
+    int it = 0;
+    for (Walk wk; wk.valid(p, mb); wk.advance(p, mb), ++it) consume_item(p, sm, item(p, wk.t(p, mb)), c, it, st);
   }
 
   // Item `it` of this block: Q's full barrier completes once an item.

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "ffpa/kernels/fa2_common.cuh"
+#include "ffpa/kernels/fa2_walk_order.h"
 #include "ffpa/tile/fast_divmod.cuh"
 
 namespace ffpa::attn {
@@ -109,10 +110,9 @@ struct Fa2WsItems {
   struct Walk {
     int s, half;
     __device__ __forceinline__ Walk() : s(blockIdx.x), half(0) {}
-    // Slots [0, paired) are pairs (causal) or items, the rest the tail's single items.
+    // Slots [0, paired) are pairs (causal) or items, the rest the tail's single items (Fa2WalkOrder).
     static __device__ __forceinline__ int paired(const FwdParams& p, int m_blocks) {
-      const int bh = p.heads_q * p.batch;
-      return p.is_causal ? (bh - p.causal_tail_bh) * ((m_blocks + 1) / 2) : bh * m_blocks;
+      return Fa2WalkOrder::paired(p.heads_q * p.batch, p.is_causal, p.causal_tail_bh, m_blocks);
     }
     __device__ __forceinline__ bool valid(const FwdParams& p, int m_blocks) const {
       if (p.split_shares > 0) return s < p.split_from + p.split_shares;  // (not causal: Fa2SplitTail)
@@ -122,21 +122,12 @@ struct Fa2WsItems {
     __device__ __forceinline__ int share(const FwdParams& p) const {
       return p.split_shares > 0 && s >= p.split_from ? s - p.split_from : -1;
     }
-    // The current item in item()'s numbering (query block fastest, last first).
+    // The current item in item()'s numbering (query block fastest, last first; Fa2WalkOrder).
     __device__ __forceinline__ int t(const FwdParams& p, int m_blocks) const {
-      const int head_slots = paired(p, m_blocks);
-      if (s >= head_slots) {  // the tail: rank r of every tail (batch, head) in turn, r = 0 the longest
-        const int tail = p.causal_tail_bh, u = s - head_slots, r = u / tail;
-        const int bh = p.heads_q * p.batch - tail + (u - r * tail);
-        return bh * m_blocks + m_blocks - 1 - r;
-      }
-      if (!p.is_causal) return s;
-      const int n = (m_blocks + 1) / 2, bh = s / n, q = s - bh * n;
-      return bh * m_blocks + (half ? m_blocks - 1 - q : q);
+      return Fa2WalkOrder::item(p.heads_q * p.batch, p.is_causal, p.causal_tail_bh, m_blocks, s, half);
     }
     __device__ __forceinline__ void advance(const FwdParams& p, int m_blocks) {
-      const int q = s % ((m_blocks + 1) / 2);
-      if (p.is_causal && half == 0 && s < paired(p, m_blocks) && m_blocks - 1 - q != q) {
+      if (half == 0 && Fa2WalkOrder::pair_has_second(p.is_causal, p.causal_tail_bh, p.heads_q * p.batch, m_blocks, s)) {
         half = 1;
       } else {
         half = 0;
