@@ -310,24 +310,25 @@ inline bool decode_fused_merge(int rows, int head_dim_v, int splits, int threads
 
 // The warp-specialised FA-2 kernel's causal walk (kernels/fa2_fwd_sm90_ws.cuh, Fa2FwdWs::Walk): pairs of
 // query blocks weigh the same, so with the work counter the walk's last round is one pair coarse (B=8 H=16
-// N=2048 D=64, 192-row items: 704 pairs' work over 132 SMs, 5.33 rounds: the SMs idle 11% of 6). Where
-// that idle share passes kFa2CausalTailMinIdle, the last (batch, head)s go as single items, longest first
-// across them, so the walk ends on short items: enough of them for `waves` pairs' work an SM (tail x M (M +
-// 1) / 2 tiles >= waves x SMs x (M + 1)). A list-scheduling model of the walk (items of m + 1 tiles plus half
-// a tile each, 132 SMs): pairs 0.89 / 0.87 of ideal at D = 64 (B=8 N=2048 / B=1 H=32 N=8192), 0.97 at D = 128
-// and 256 (7.76 rounds); a tail of one wave 0.98-0.99. Session 38, one H100 (scripts/dev/fa2_ws_variants.py,
-// bf16, causal TFLOPS, pairs / tail of one wave / of two, SDPA cuDNN beside): D = 64 B=1 H=32 N=8192 423.7 /
-// 443.4 / 445.5 (418.2), B=8 H=16 N=2048 329.1 / 342.1 / 342.6 (356.2); but D = 128 589.2 / 574.5 / 572.5 and
-// 489.6 / 477.3 / 485.9, D = 256 670.2 / 652.9 / 650.0 and 527.4 / 511.7 / 494.1 (the single items cost more
-// than the 3% of idle they recover there), non-causal cells unchanged. Hence the idle threshold.
+// N=2048 D=64, 192-row items: 704 pairs' work over 132 SMs, 5.33 rounds: the SMs idle 11% of 6). So the last
+// (batch, head)s go as single items, longest first across them, and the walk ends on short items: enough of
+// them for `waves` pairs' work an SM (tail x M (M + 1) / 2 tiles >= waves x SMs x (M + 1)). A list-scheduling
+// model of the walk (items of m + 1 tiles plus half a tile each, 132 SMs): pairs 0.89 / 0.87 of ideal at D = 64
+// (B=8 N=2048 / B=1 H=32 N=8192), 0.97 at D = 128 and 256 (7.76 rounds); a tail of one wave 0.98-0.99.
+// Sessions 38-51 dealt the tail shortest first (a bug in Walk::t) and kept it off below 6% idle, where it
+// measured slower. Session 52, one H100, the order fixed (scripts/dev/fa2_tail_rule_ab.patch, fa2_ws_variants.py,
+// bf16 causal TFLOPS, two interleaved rounds, the old rule / a tail of one wave / of two / none):
+// D = 128 B=8 H=16 N=2048 482.5, 482.1 / 495.7, 495.6 / 495.2, 495.7 / 483.0, 482.9; B=1 H=32 N=8192 622 / 636-637
+// / 638 / 619-622; B=16 H=16 N=1024 412 / 421 / 413-415 / 411; D = 256 B=8 N=2048 521-523 / 533-535 / 526-532 /
+// 523; B=1 H=32 N=8192 688-694 / 707-711 / 710-712 / 684-690; B=16 N=1024 445 / 444 / 420-422 / 444. D = 64
+// (s51_tail_order.sh, the old order / longest first, both with the tail): B=8 N=2048 400 / 419-421, B=1 H=32
+// N=8192 523-534 / 558-563. Hence a tail of one wave wherever the pairs take more than one round.
 constexpr double kFa2CausalTailWaves = 1.0;
-constexpr double kFa2CausalTailMinIdle = 0.06;
 inline int fa2_causal_tail_bh(int64_t bh, int m_blocks, int sms, double waves = kFa2CausalTailWaves) {
   if (m_blocks < 3 || waves <= 0.0 || sms <= 0 || bh <= 0) return 0;
-  // Rounds of pairs (M + 1 tiles each) the walk's work makes per SM, and the last one's idle share.
+  // Rounds of pairs (M + 1 tiles each) the walk's work makes per SM: under one, every slot has its SM.
   const double rounds = static_cast<double>(bh) * m_blocks / (2.0 * sms);
-  const double whole = static_cast<double>(static_cast<int64_t>(rounds + 0.999999));
-  if (rounds <= 1.0 || (whole - rounds) / whole < kFa2CausalTailMinIdle) return 0;
+  if (rounds <= 1.0) return 0;
   const int64_t t = static_cast<int64_t>(2.0 * waves * sms / m_blocks + 0.999999);
   return static_cast<int>(t < bh ? t : bh);
 }
