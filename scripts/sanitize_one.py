@@ -226,8 +226,14 @@ for d in fp8_dims if "fp8" in PARTS else ():
         (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
         for form in ("prepass", "kernel") if d <= 128 else ("prepass",):
             C.set_fp8_v_transpose(form)
-            for causal in (False, True):  # causal: query-block pairs (fp8_causal_walk)
-                run(q8, k8, v8, is_causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+            run(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+        # causal: 140 heads x 4-5 query blocks, 630 keys: pairs of query blocks over two rounds (fp8_causal_walk)
+        q = torch.randn(1, 140, 600, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        k, v = (torch.randn(1, 35, 630, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+        (q8, qd), (k8, kd), (v8, vd) = (ffpa_attn.quantize_fp8(t) for t in (q, k, v))
+        for form in ("prepass", "kernel") if d <= 128 else ("prepass",):
+            C.set_fp8_v_transpose(form)
+            run(q8, k8, v8, is_causal=True, causal_align="bottom_right", q_descale=qd, k_descale=kd, v_descale=vd)
 C.set_fp8_v_transpose("auto")
 if 512 in fp8_dims and "fp8" in PARTS and not NO_CLUSTER:  # D = 512 causal, 129 query blocks: K-sharing pairs
     g = torch.Generator(device="cuda").manual_seed(5)

@@ -17,11 +17,11 @@ echo "build $(( $(date +%s) - t0 )) s; spill lines: $(grep -c '[1-9][0-9]* bytes
 (cd tests && PYTHONPATH=$PWD/.. timeout 150 python3 -m pytest -q -p no:cacheprovider -x test_fp8_gpu.py test_fp8_vt_gpu.py > "$OUT/pytest.log" 2>&1
  echo "tests rc $?: $(tail -1 "$OUT/pytest.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20)
 echo "at $(( $(date +%s) - t0 )) s"
-PYTHONPATH=$PWD DIMS="${DIMS:-64 128 256}" CAUSAL=${CAUSAL:-0} VARIANTS=0,1,0,1 SHAPES="${SHAPES:-4x8x8448 1x32x8192}" \
+PYTHONPATH=$PWD DIMS="${DIMS:-64 128 256}" CAUSAL=${CAUSAL:-0} VARIANTS=${VARIANTS:-0,1,0,1} SHAPES="${SHAPES:-4x8x8448 1x32x8192}" \
   timeout 120 python3 scripts/dev/fp8_probe.py 2>&1 | grep -v Warn | tee "$OUT/fp8_ab.txt"
 echo "at $(( $(date +%s) - t0 )) s"
 for tool in racecheck synccheck memcheck; do
-  (cd tests && PYTHONPATH=$PWD/.. timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 python3 ../scripts/sanitize_one.py fp8 \
+  (cd tests && PYTHONPATH=$PWD/.. timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 python3 ../scripts/sanitize_one.py fp8 \
      > "$OUT/san_$tool.log" 2>&1; echo "$tool rc $?: $(grep -c 'ERROR SUMMARY: 0' "$OUT/san_$tool.log") clean summaries, $(tail -1 "$OUT/san_$tool.log")")
 done
 echo "done at $(( $(date +%s) - t0 )) s"
