@@ -12,6 +12,8 @@
 #                                                      # (the device runs one command for at most 600 s)
 #   FFPA_TESTS=test_ffpa_gpu.py / FFPA_PYTEST_ARGS=--ignore=test_ffpa_gpu.py   # a part of tests/ (pytest targets),
 #       to split the suite over two device calls (session 47: the build and every test took 589 of the 600 s)
+#   FFPA_CHECK_OVERLAP=1 bash scripts/gpu_check.sh    # sanitizers beside the tests (session 52: build ~145 s, tests
+#       ~230 s, sanitizers ~165 s in turn), so "build tests sanitizer" fits one call
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -46,14 +48,8 @@ fi
 
 # Import the installed package, not the source tree.
 cd tests
-if [[ " $STEPS " == *" tests "* ]]; then
-  $PY -m pytest -q -p no:cacheprovider -rs --durations=30 ${FFPA_TESTS:-.} ${FFPA_PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
-  rc=$?
-  say "tests: exit $rc: $(tail -1 "$OUT/pytest.log") (at $(elapsed) s)"
-  [ $rc -ne 0 ] && { status=1; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30; }
-fi
-
-if [[ " $STEPS " == *" sanitizer "* ]]; then
+sanitizers() {  # exit 1 if any tool reported errors
+  local rc=0 run tool parts no_cluster
   : > "$OUT/sanitizer.log"
   # synccheck (barrier misuse: the warp-specialised kernels' named barriers) on the FA-2, FFPA and decode parts.
   # racecheck without L1's cluster pair (Dv > 640): it does not model cluster-scope mbarriers (sanitize_one.py).
@@ -63,9 +59,28 @@ if [[ " $STEPS " == *" sanitizer "* ]]; then
     if FFPA_SANITIZE_NO_CLUSTER=$no_cluster compute-sanitizer --tool $tool --error-exitcode 9 $PY ../scripts/sanitize_one.py $parts >> "$OUT/sanitizer.log" 2>&1; then
       say "sanitizer $run: clean at $(elapsed) s ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") zero-error summaries so far)"
     else
-      say "sanitizer $run: ERRORS (see sanitizer.log)"; status=1
+      say "sanitizer $run: ERRORS (see sanitizer.log)"; rc=1
     fi
   done
+  return $rc
+}
+# FFPA_CHECK_OVERLAP=1: the sanitizers run beside the tests (their own processes on the same GPU; no test is
+# timed), so build, tests and sanitizers fit one device call; the bench always runs alone.
+san_pid=""
+if [[ " $STEPS " == *" sanitizer "* && " $STEPS " == *" tests "* && "${FFPA_CHECK_OVERLAP:-0}" == 1 ]]; then
+  say "sanitizers beside the tests (FFPA_CHECK_OVERLAP=1)"
+  sanitizers & san_pid=$!
+fi
+if [[ " $STEPS " == *" tests "* ]]; then
+  $PY -m pytest -q -p no:cacheprovider -rs --durations=30 ${FFPA_TESTS:-.} ${FFPA_PYTEST_ARGS:-} > "$OUT/pytest.log" 2>&1
+  rc=$?
+  say "tests: exit $rc: $(tail -1 "$OUT/pytest.log") (at $(elapsed) s)"
+  [ $rc -ne 0 ] && { status=1; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -30; }
+fi
+if [ -n "$san_pid" ]; then
+  wait "$san_pid" || status=1
+elif [[ " $STEPS " == *" sanitizer "* ]]; then
+  sanitizers || status=1
 fi
 cd ..
 
