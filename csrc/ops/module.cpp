@@ -259,7 +259,7 @@ py::list fa2_walk_items(int bh, int m_blocks, bool causal, int tail) {
   py::list out;
   if (bh <= 0 || m_blocks <= 0 || tail < 0 || tail > bh || (!causal && tail != 0)) return out;
   if (static_cast<int64_t>(bh) * m_blocks > INT32_MAX) return out;
-  const int slots = W::paired(bh, causal, tail, m_blocks) + (causal ? tail * m_blocks : 0);
+  const int slots = static_cast<int>(W::slots(bh, causal, tail, m_blocks));
   for (int s = 0; s < slots; ++s)
     for (int half = 0; half < (W::pair_has_second(causal, tail, bh, m_blocks, s) ? 2 : 1); ++half) {
       const int t = W::item(bh, causal, tail, m_blocks, s, half);

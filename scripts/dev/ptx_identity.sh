@@ -33,7 +33,7 @@ ptx() {  # tree out
   done; wait
 }
 ptx "$W/base" "$W/ptx_base" & ptx "$W/work" "$W/ptx_work"; wait
-mask='s/_INTERNAL_[0-9a-f]*_[0-9]*_[A-Za-z0-9_]*_cu_[0-9a-f]*_[0-9]*/_INTERNAL_X/g'
+mask='s/[0-9]*_INTERNAL_[0-9a-f]*_[0-9]*_[A-Za-z0-9_]*_cu_[0-9a-f]*_[0-9]*/N_INTERNAL_X/g'  # (the name's length prefix too: it moves with the hash)
 rc=0
 for f in "$W"/ptx_base/*.ptx; do
   n=$(basename "$f")

@@ -20,6 +20,10 @@ struct Fa2WalkOrder {
   static FFPA_WALK_FN int paired(int bh, bool causal, int tail, int m_blocks) {
     return causal ? (bh - tail) * ((m_blocks + 1) / 2) : bh * m_blocks;
   }
+  // Every slot of the walk (pairs or items, then the tail's single items), in 64 bits for the launchers' sizing.
+  static FFPA_WALK_FN int64_t slots(int64_t bh, bool causal, int64_t tail, int m_blocks) {
+    return causal ? (bh - tail) * ((m_blocks + 1) / 2) + tail * m_blocks : bh * m_blocks;
+  }
   // The item of slot s (half: which of a pair). The tail deals rank r of every tail head in turn, r = 0 the longest
   // (query block M - 1), so the walk ends on ever shorter items.
   static FFPA_WALK_FN int item(int bh, bool causal, int tail, int m_blocks, int s, int half) {

@@ -102,8 +102,8 @@ struct Fa2WsItems {
   // consumers with its Q (Smem::item).
   static __host__ __device__ __forceinline__ int64_t walk_slots(const FwdParams& p, int m_blocks) {
     const int64_t bh = static_cast<int64_t>(p.heads_q) * p.batch;
-    if (!p.is_causal) return p.split_shares > 0 ? static_cast<int64_t>(p.split_from) + p.split_shares : bh * m_blocks;
-    return (bh - p.causal_tail_bh) * ((m_blocks + 1) / 2) + static_cast<int64_t>(p.causal_tail_bh) * m_blocks;
+    if (!p.is_causal && p.split_shares > 0) return static_cast<int64_t>(p.split_from) + p.split_shares;
+    return Fa2WalkOrder::slots(bh, p.is_causal, p.causal_tail_bh, m_blocks);
   }
   // Where the producer is in its walk: the slot and which of its pair. The rest derives from the
   // parameters where used (uniform values; the producer thread has 24 registers).
