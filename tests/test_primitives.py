@@ -12,7 +12,8 @@
 * tests/primitives/hopper_attention.cu, on the same GPU: those pieces as attention (a TMA producer
   warpgroup, two wgmma consumer warpgroups, the online softmax) against a double reference;
 * tests/primitives/fp8_device.cu, on the same GPU: the FP8 kernel's register re-layout of P alone
-  (its pack() and issue_pv() on exact values, O bit for bit) and pack4_e4m3's rounding.
+  (its pack() and issue_pv() on exact values, O bit for bit), pack4_e4m3's rounding, and the V^T
+  pre-pass alone (every byte, strided V, a length ending inside a key group, both key orders).
 Skipped without nvcc, a failure instead where the extension is expected (whoever builds it has nvcc)."""
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def test_fp8_p_relayout_on_device(tmp_path):
 
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs a compute capability 9.0 GPU (tests/primitives/fp8_device.cu: wgmma e4m3)")
-    _build_and_run(tmp_path, "fp8_device", "sm_90a", 8_000)
+    _build_and_run(tmp_path, "fp8_device", "sm_90a", 3_000_000)  # the V^T pre-pass checks every byte (3084300 in all)
 
 
 @pytest.mark.parametrize("name", ["hopper_device", "hopper_attention", "fp8_device"])

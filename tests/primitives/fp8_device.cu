@@ -5,7 +5,8 @@
 // fp8_v_transpose_kernel writes them). P and V hold values e4m3 represents exactly and whose
 // products and sums fp32 holds exactly, so O must equal the double reference bit for bit; a wrong
 // byte order, register order or key order moves products to the wrong keys. Also pack4_e4m3's
-// rounding and saturation against the host's __nv_fp8_e4m3 conversion.
+// rounding and saturation against the host's __nv_fp8_e4m3 conversion. And the V^T pre-pass alone
+// (kernels/fp8_v_transpose.cuh): every byte against the definition.
 #include <cuda_fp8.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 
 #include "device_harness.h"
 #include "ffpa/kernels/fa2_fwd_sm90_fp8.cuh"
+#include "ffpa/kernels/fp8_v_transpose.cuh"
 
 namespace {
 
@@ -128,11 +130,64 @@ void test_pack_rounding() {
   CUDA_OK(cudaFree(dout));
 }
 
+// The V^T pre-pass (kernels/fp8_v_transpose.cuh) alone: every byte of V^T [B][Hkv][Dv][vt_len] against the
+// definition (position pos of a row holds key 32 (pos / 32) + fp8_p_key(pos % 32), or key pos in order; zero
+// past S), on a strided V (rows padded, heads and batches apart) and a length that ends inside a 32-key group
+// and inside the block's last 128 (64) keys; V^T poisoned before the run.
+template <int kDv, bool kPermute>
+void test_v_transpose() {
+  constexpr int B = 2, H = 3, S = 300, kPad = 48;
+  const int vt_len = (S + 31) / 32 * 32;
+  const int64_t row = kDv + kPad, head = static_cast<int64_t>(S) * row + 16, batch = H * head + 32;
+  std::vector<uint8_t> v(static_cast<size_t>(B * batch));
+  for (uint8_t& x : v) x = static_cast<uint8_t>(rnd());
+  std::vector<uint8_t> vt(static_cast<size_t>(B) * H * kDv * vt_len);
+  uint8_t *dv, *dvt;
+  CUDA_OK(cudaMalloc(&dv, v.size()));
+  CUDA_OK(cudaMalloc(&dvt, vt.size()));
+  CUDA_OK(cudaMemcpy(dv, v.data(), v.size(), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(dvt, 0xab, vt.size()));
+  ffpa::FwdParams p{};
+  p.v = dv;
+  p.v_row_stride = row;
+  p.v_head_stride = head;
+  p.v_batch_stride = batch;
+  p.heads_kv = H;
+  p.batch = B;
+  p.len_kv = S;
+  p.vt = dvt;
+  p.vt_len = vt_len;
+  constexpr int kKeys = ffpa::kernels::fp8_transpose_keys(kDv);
+  ffpa::kernels::fp8_v_transpose_kernel<kDv, kPermute>
+      <<<dim3((vt_len + kKeys - 1) / kKeys, H, B), ffpa::kernels::kFp8TransposeThreads>>>(p);
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaMemcpy(vt.data(), dvt, vt.size(), cudaMemcpyDeviceToHost));
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int c = 0; c < kDv; ++c)
+        for (int pos = 0; pos < vt_len; ++pos) {
+          const int key = kPermute ? 32 * (pos / 32) + ffpa::fp8_p_key(pos % 32) : pos;
+          const uint8_t want = key < S ? v[b * batch + h * head + key * row + c] : 0;
+          const uint8_t got = vt[((static_cast<size_t>(b) * H + h) * kDv + c) * vt_len + pos];
+          if (harness::record(got == want))
+            std::printf("FAIL v_transpose<%d, %d> b %d h %d col %d pos %d: %02x, want %02x\n", kDv, kPermute, b, h, c,
+                        pos, got, want);
+        }
+  CUDA_OK(cudaFree(dv));
+  CUDA_OK(cudaFree(dvt));
+}
+
 }  // namespace
 
 int main() {
   harness::require_compute_capability(9, 0);
   test_relayout();
   test_pack_rounding();
+  test_v_transpose<64, true>();
+  test_v_transpose<128, true>();
+  test_v_transpose<256, true>();
+  test_v_transpose<512, false>();
+  test_v_transpose<128, false>();  // the generic forms too
+  test_v_transpose<512, true>();
   return harness::report();
 }

@@ -16,7 +16,7 @@
 namespace ffpa::kernels {
 
 // Keys per block: 128, or 64 past Dv = 256 (the tile within 48 KB of static shared memory).
-constexpr int fp8_transpose_keys(int dv) { return dv > 256 ? 64 : 128; }
+__host__ __device__ constexpr int fp8_transpose_keys(int dv) { return dv > 256 ? 64 : 128; }
 constexpr int kFp8TransposeThreads = 256;
 
 // The source keys of output word q (positions 4q..4q+3) of a group of 16: {a, a + 1, c, c + 1}.
