@@ -59,7 +59,7 @@ sanitizers() {  # exit 1 if any tool reported errors
     read -r tool parts <<< "$run"
     no_cluster=0; [ "$tool" = racecheck ] && no_cluster=1
     if FFPA_SANITIZE_NO_CLUSTER=$no_cluster compute-sanitizer --tool $tool --error-exitcode 9 $PY ../scripts/sanitize_one.py $parts >> "$OUT/sanitizer.log" 2>&1; then
-      say "sanitizer $run: clean at $(elapsed) s ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") zero-error summaries so far)"
+      say "sanitizer $run: clean at $(elapsed) s ($(grep -c 'ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards' "$OUT/sanitizer.log") clean summaries so far)"
     else
       say "sanitizer $run: ERRORS (see sanitizer.log)"; rc=1
     fi
