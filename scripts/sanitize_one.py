@@ -104,7 +104,8 @@ fa2 = info["head_dims"].get("fa2", [])
 # past it (with a mask on the TMA kernel's blocks).
 for mode in ("auto", "sync") if "fa2" in PARTS else ():
     ffpa_attn.set_fa2_mma(mode)
-    # 32, 64, 96: O stored by TMA on Hopper (96: on the masked tile); 320, 384: P@V in two wgmmas
+    # 32, 64, 96: O stored by TMA on Hopper (96: on the masked tile); 32, 64 non-causal: S = 131 keys on the
+    # short-keys tile (one key tile an item, launch/heuristics.h fa2_short_tile); 320, 384: P@V in two wgmmas
     for d in [d for d in (32, 64, 96, 128, 192, 256, 320, 384) if d in fa2]:
         q, k, v = qkv(d, d)
         for causal in (False, True):

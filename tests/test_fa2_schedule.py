@@ -1,7 +1,7 @@
 """The warp-specialised FA-2 kernel's schedule on explicit sizes through ffpa_attn._C (csrc/launch/heuristics.h):
-its causal walk (fa2_causal_tail_bh), the tile of calls without a mask (fa2_narrow_tile) and where the
-look-ahead kernel runs (fa2_ws_look_ahead), the P buffer pair (fa2_ws_pf_pair) and the standing max
-(fa2_ws_standing_max). No GPU needed."""
+its causal walk (fa2_causal_tail_bh), the tile of calls without a mask (fa2_narrow_tile), the short-keys tile
+(fa2_short_tile) and where the look-ahead kernel runs (fa2_ws_look_ahead), the P buffer pair (fa2_ws_pf_pair)
+and the standing max (fa2_ws_standing_max). No GPU needed."""
 from __future__ import annotations
 
 import pytest
@@ -157,6 +157,19 @@ def test_head_dims_past_96_and_long_caches_keep_the_table():
     assert narrow(64, 16, 16, 1024, 8192, causal=True, align="top_left")
     # the few-rounds rule: ViT-B at batch 1 (12 heads x 2 blocks, under a round) takes the narrow tile
     assert narrow(64, 1, 12, 197) and narrow(64, 128, 12, 197)
+
+
+# ---- the short-keys tile at D <= 64 (csrc/launch/heuristics.h fa2_short_tile) ---------------------------------
+
+def test_the_short_tile_takes_calls_whose_keys_fill_one_tile_where_128_key_tiles_take_two():
+    import ffpa_attn._C as C
+
+    for d in (32, 64):
+        assert [C.fa2_short_tile(d, s, False, 208) for s in (1, 128, 129, 197, 208, 209, 4096)] == \
+            [False, False, True, True, True, False, False]
+        assert not C.fa2_short_tile(d, 197, True, 208)  # causal: the first query block sees <= 128 keys
+    assert not C.fa2_short_tile(96, 197, False, 208) and not C.fa2_short_tile(128, 197, False, 208)
+    assert C.fa2_short_tile(64, 250, False, 256) and not C.fa2_short_tile(64, 250, False, 208)
 
 
 # ---- the look-ahead kernel (csrc/launch/heuristics.h fa2_ws_look_ahead) --------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "csrc" / "include" / "ffpa" / "ptx" / "wgmma_gen.cuh"
-NS = [16, 32, 48, 64, 80, 96, 128, 160, 176, 192, 224, 256]
+NS = [16, 32, 48, 64, 80, 96, 128, 160, 176, 192, 208, 224, 256]
 TYPES = {"__nv_bfloat16": "bf16", "__half": "f16"}
 # e4m3 (k = 32; both operands K-major, no transposed reads for 8-bit types): the FP8 kernel's S
 # (N = its key tile: 96, 128) and O (N = its head dim); N = 64: the FFPA-style FP8 kernel's S per

@@ -23,8 +23,9 @@
 namespace ffpa::launch {
 
 // The warp-specialised TMA kernel's side of the wgmma launcher (kOn: the wgmma launcher of an
-// sm_90a build); off, it is never wanted.
-template <typename Element, typename TraitsT, bool kOn, bool kSplitOn = false>
+// sm_90a build); off, it is never wanted. kVariantsOn = false: the plain kernel only (no look-ahead or P pair
+// twin: the short-keys tile's calls never take them).
+template <typename Element, typename TraitsT, bool kOn, bool kSplitOn = false, bool kVariantsOn = true>
 struct Fa2WsLaunch {
   using Traits = TraitsT;
   static constexpr bool kTmaStore = false;
@@ -38,8 +39,8 @@ struct Fa2WsLaunch {
 };
 
 #if FFPA_HAS_SM90A
-template <typename Element, typename TraitsT, bool kSplitOn>
-struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
+template <typename Element, typename TraitsT, bool kSplitOn, bool kVariantsOn>
+struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn, kVariantsOn> {
   using Traits = TraitsT;
   static constexpr int kD = Traits::kHeadDim > Traits::kHeadDimV ? Traits::kHeadDim : Traits::kHeadDimV;
   // O out through shared memory by TMA (Fa2FwdWs kTmaStore) at D <= kFa2TmaStoreMaxDim (launch/heuristics.h),
@@ -64,12 +65,12 @@ struct Fa2WsLaunch<Element, TraitsT, true, kSplitOn> {
   static constexpr bool kOInK = attn::Fa2FwdWs<Traits, kPingPong, false, kTmaStore, kQSlots, false, true>::kOInK;
   // The look-ahead variant (Fa2FwdWs kAhead: the next item's first S issued before this item's
   // epilogue) where launch/heuristics.h fa2_ws_look_ahead says; compiled only at the head dims it may run.
-  static constexpr bool kAheadBuilt = kD <= kFa2LookAheadMaxDim;
+  static constexpr bool kAheadBuilt = kVariantsOn && kD <= kFa2LookAheadMaxDim;
   // The split tail's twin (Fa2FwdWs kSplit) runs the calls that split; compiled on the table's tile only
   // (kSplitOn: the masked tile's calls are masked or short, launch/heuristics.h fa2_narrow_tile).
   // P in two register buffers (Fa2FwdWs kPfPair: the deferred-wait kernel, D = 97..128) from kFa2PfPairMinKeys
   // (launch/heuristics.h fa2_ws_pf_pair); the split twin, which runs long keys only, always.
-  static constexpr bool kPfPairBuilt = Kernel::kDefer;
+  static constexpr bool kPfPairBuilt = kVariantsOn && Kernel::kDefer;
   // The standing max (Fa2FwdWs kStandingMaxOn: no tile row max once a warp's rows have theirs) where
   // launch/heuristics.h fa2_ws_standing_max says, in the look-ahead and P pair kernels; the split twins always.
   template <bool kSplit, bool kStanding>
@@ -260,6 +261,16 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
   // after the last device check, left for a run on the device.)
   static constexpr bool kMaskTile =
       kWsOnly || VM::Traits::kBlockM != V::Traits::kBlockM || VM::Traits::kBlockN != V::Traits::kBlockN;
+  // Calls of 129..kFa2ShortKeys keys at D <= kFa2ShortMaxDim without a mask that the masked tile would run
+  // (fa2_narrow_tile): the warp-specialised kernel on one key tile an item (fa2_tile_sm90_short; launch/heuristics.h
+  // fa2_short_tile), its plain form only.
+  static constexpr bool kShortOn = kWsOn && !kWsOnly && kD <= kFa2ShortMaxDim;
+  using WsS = Fa2WsLaunch<
+      Element,
+      std::conditional_t<kShortOn, Fa2Traits<Element, kHeadDim, kHeadDimV, Fa2WgmmaShortTile>, typename V::Traits>,
+      kShortOn, false, false>;
+  static_assert(!kShortOn || WsS::Traits::kBlockM == WsM::Traits::kBlockM,
+                "the op counts the short tile's work items on the masked tile's query blocks (ops/fwd.cpp)");
 
   static cudaError_t info(int num_stages, bool query_attributes, KernelInfo* out) {
     using Traits = typename V::Traits;
@@ -285,6 +296,7 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
       k.mask_o_tma_store = WsM::kTmaStore || WsM::kOInK;
       k.mask_q_slots = WsM::kQSlots;
       k.mask_own_end = WsM::kOwnEnd;
+      if constexpr (kShortOn) k.short_block_n = WsS::Traits::kBlockN;
       return Ws::info(k, query_attributes, out);
     }
     if (query_attributes) {
@@ -310,8 +322,16 @@ struct Fa2Launcher<Element, kHeadDim, kHeadDimV, kMma>::Impl {
       if (kWsOn && !kWsOnly && WsM::wanted(p.num_stages) && p.block_map == nullptr && p.mask == nullptr &&
           fa2_narrow_tile(kD, static_cast<int64_t>(p.batch) * p.heads_q, p.len_q, p.len_kv, p.is_causal,
                           p.causal_offset, num_sms(), V::Traits::kBlockM, V::Traits::kBlockN, VM::Traits::kBlockM,
-                          VM::Traits::kBlockN))
+                          VM::Traits::kBlockN)) {
+        // Of those, the ones whose keys fill one short-keys tile where 128-key tiles take two (fa2_short_tile).
+        if constexpr (kShortOn) {
+          if (fa2_short_tile(kD, p.len_kv, p.is_causal, WsS::Traits::kBlockN)) {
+            const cudaError_t err = WsS::run(p, stream);
+            if (err != cudaErrorNotSupported) return err;
+          }
+        }
         return run_on<VM, WsM>(p, stream);
+      }
     }
     return run_on<V, Ws>(p, stream);
   }

@@ -74,6 +74,7 @@ struct KernelInfo {
   int mask_q_slots = 0;           // .. on the tile of attn_mask calls
   bool own_end = false;       // .. each consumer warpgroup computes only the key tiles its rows see (causal
   bool mask_own_end = false;  //    diagonals, rows past len_q; Fa2FwdWs kOwnEnd); .. on the attn_mask calls' tile
+  int short_block_n = 0;      // FA-2 on Hopper: the key tile of short calls (one an item, fa2_short_tile); 0: none
   bool work_counter = false;  // run() balances its persistent grid on a zeroed params.work_counter
   bool fp8_vt_prepass = false;  // FP8: run() writes V^T into params.vt (the caller sizes it), else the kernel transposes V
   int registers = -1;       // per thread (cudaFuncGetAttributes); -1 if not queried

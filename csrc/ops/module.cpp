@@ -113,6 +113,7 @@ py::dict kernel_info(const std::string& dtype, const std::string& family, int he
     d["mask_q_slots"] = k.mask_q_slots;
     d["own_end"] = k.own_end;
     d["mask_own_end"] = k.mask_own_end;
+    d["short_block_n"] = k.short_block_n;
   }
   if (query_attributes) {
     d["registers"] = k.registers;
@@ -332,6 +333,10 @@ PYBIND11_MODULE(_C, m) {
         py::arg("table_n"), py::arg("narrow_m"), py::arg("narrow_n"),
         "Whether an FA-2 call without a mask runs on the masked (narrower) tile on Hopper "
         "(csrc/launch/heuristics.h), for explicit sizes");
+  m.def("fa2_short_tile", &ffpa::launch::fa2_short_tile, py::arg("head_dim"), py::arg("len_kv"), py::arg("causal"),
+        py::arg("short_n"),
+        "Whether an FA-2 call without a mask runs on the short-keys tile (one key tile of short_n keys an item) on "
+        "Hopper (csrc/launch/heuristics.h), for explicit sizes");
   m.def("fa2_ws_look_ahead", &ffpa::launch::fa2_ws_look_ahead, py::arg("head_dim"), py::arg("len_kv"),
         "Whether an FA-2 call without a mask runs the Hopper kernel that issues its next item's first S before "
         "the epilogue (csrc/launch/heuristics.h), for explicit sizes");

@@ -8,6 +8,7 @@
 # on branch s48-pf-pair: fa2_pair_wide_ab.patch (1 = no P pair anywhere; 0 = the pair from 1024 keys at D = 97..128
 # and, with the deferred P V wait, at D = 129..192); fa2_standing_max_ab.patch (sessions 49-50: 1 = the tile max
 # everywhere; removed once the standing max landed, git history 9904ec2);
+# fa2_short_tile_ab.patch (session 54: 1 = no short-keys tile, 2 = it for causal calls too, +4 = mask_tile for ragged keys);
 # patches before the last are applied first (a change not yet on main).
 # Build (fa2, FFPA_HEAD_DIMS), the FA-2 GPU tests selected by TEST_K, racecheck / synccheck / memcheck of
 # sanitize_one.py fa2, then fa2_ws_variants.py VARIANTS (default 0,1,0,1) beside cuDNN. Writes to $OUT.

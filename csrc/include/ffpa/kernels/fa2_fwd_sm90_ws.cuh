@@ -142,6 +142,9 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   static constexpr int kOInKBytes = 64 * 128 * ((Traits::kHeadDimV + 63) / 64);  // one consumer's O
   static constexpr bool kOInK = kOInKOn && kDefer && !kSplit && !kAhead && !kTmaStore && !kOwnEnd && !kInOrder &&
                                 Plan::kConsumers * kOInKBytes <= Plan::kKBytes;
+  // mask_keys for a ragged length's last tile on two consumer warpgroups (240 registers); three (160: D <= 64's
+  // table tile) keep mask_tile there, since the second path spilled 16-44 bytes in its kernels (session 54).
+  static constexpr bool kMaskKeys = Plan::kConsumers == 2;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
   static constexpr int kConsumers = Plan::kConsumers;
@@ -215,10 +218,18 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
                                                  float (&row_sum)[2], float (&alpha)[2]) {
     const int n0 = j * kBlockN;
     const uint8_t code = w.codes != nullptr ? w.codes[j] : static_cast<uint8_t>(kBlockFull);
-    const bool per_elem = code == kBlockPartial || n0 + kBlockN > p.len_kv ||
-                          (p.is_causal && n0 + kBlockN - 1 > w.m0 + p.causal_offset);
+    const bool ragged = n0 + kBlockN > p.len_kv;
+    // mask_tile: a mask's partial tiles, causal diagonals, and a zero scale (-inf times 0); the last tile of a
+    // ragged length otherwise masks only its keys past len_kv (mask_keys), its scale left to the exponent's FMA
+    // (kMaskKeys).
+    const bool cut = code == kBlockPartial || (p.is_causal && n0 + kBlockN - 1 > w.m0 + p.causal_offset);
+    const bool per_elem = cut || (ragged && (!kMaskKeys || !(scale_log2 > 0.f)));
+    const bool keys = kMaskKeys && ragged && !per_elem;
     if (per_elem)
       Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&s), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
+    if constexpr (kMaskKeys) {
+      if (keys) mask_keys(s, p.len_kv - n0, t4);
+    }
     const float sf = per_elem ? 1.f : scale_log2;
     // attn/standing_max.cuh: P against each row's max as it stands where the warp's rows have one; redo puts S
     // back (masked as above) for the rare repair of a P that overflowed.
@@ -226,7 +237,30 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       recompute_s_strip<Element, Traits::kHeadDim>(p, w.batch, w.head, row0, g, n0, t4, t);
       if (per_elem)
         Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&t), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
+      if constexpr (kMaskKeys) {
+        if (keys) mask_keys(t, p.len_kv - n0, t4);
+      }
     });
+  }
+
+  // The keys of a tile past len_kv (its first `valid` columns are keys) to -inf, unscaled. The n8 tiles every
+  // thread holds only keys of are skipped (a warp-uniform test); of the one the length cuts, each thread's two
+  // columns are compared once for both its rows. mask_tile scales, compares and selects every score of the tile,
+  // which on items of one or two key tiles weighs: ViT-B's N = 197 at D = 64 runs 15% faster with mask_keys on the
+  // short-keys tile, 9% on the 128 x 128 one; D = 128 3% (one H200, session 54, fa2_short_tile_ab.patch).
+  static __device__ __forceinline__ void mask_keys(float (&s)[kNS][4], int valid, int t4) {
+    const int whole = valid >> 3;    // n8 tiles [0, whole): keys in every column
+    const int lim = valid - 2 * t4;  // this thread's column 8 n + c (c = 0, 1) is a key iff 8 n + c < lim
+#pragma unroll
+    for (int n = 0; n < kNS; ++n) {
+      if (n < whole) continue;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const bool past = 8 * n + c >= lim;
+        s[n][c] = past ? -CUDART_INF_F : s[n][c];
+        s[n][2 + c] = past ? -CUDART_INF_F : s[n][2 + c];
+      }
+    }
   }
 
   // P in b16 as the A operand of P V: the accumulator layout of S n8 tiles 2 kk and 2 kk + 1 is
