@@ -494,6 +494,7 @@ def test_runs_on_current_stream_and_device_guard():
     dtype, D = _first_dtype_dim()
     q, k, v = rand_qkv(1, 2, 2, 128, 128, D, dtype, seed=41)
     s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())  # q, k, v are written on the default stream
     with torch.cuda.stream(s):
         out = ffpa_attn.forward(q, k, v, strict=True)
     s.synchronize()
