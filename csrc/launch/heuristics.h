@@ -375,7 +375,7 @@ inline bool fa2_narrow_tile(int head_dim, int64_t bh, int len_q, int len_kv, boo
          pace * fa2_tile_work(len_q, len_kv, causal, causal_offset, table_m, table_n);
 }
 
-// FA-2 on Hopper, calls without a mask at D <= 64 (traits/fa2_traits.h kFa2ShortMaxDim) that fa2_narrow_tile gives
+// FA-2 on Hopper, calls without a mask at D <= kFa2ShortMaxDim that fa2_narrow_tile gives
 // the 128 x 128 tile: whether the short-keys tile (128 rows, one key tile of `short_n` keys per item,
 // fa2_tile_sm90_short) runs them instead. It does where every key fits its one tile and the 128-key tiles would take
 // two (129..short_n keys), without causal masking. One H200, bf16, TFLOPS 128 x 128 tile / short tile, same run
@@ -384,8 +384,9 @@ inline bool fa2_narrow_tile(int head_dim, int64_t bh, int len_q, int len_kv, boo
 // sees 128 keys or fewer: one narrow tile, which the short tile pads to short_n). Where fa2_narrow_tile keeps the
 // table's 192-row tile (one query block an item: B=256 H=16 N=150, 157 against the short tile's 120) the table's
 // runs.
+constexpr int kFa2ShortMaxDim = 64;  // (the launcher compiles the short-keys tile up to it)
 inline bool fa2_short_tile(int head_dim, int len_kv, bool causal, int short_n) {
-  return head_dim > 0 && head_dim <= 64 && !causal && len_kv > 128 && len_kv <= short_n;
+  return head_dim > 0 && head_dim <= kFa2ShortMaxDim && !causal && len_kv > 128 && len_kv <= short_n;
 }
 
 // FA-2 on Hopper, calls without a mask: whether the warp-specialised kernel issues each consumer's next

@@ -111,9 +111,8 @@ struct Fa2WgmmaMaskedTileFor {
 // with 129..kFa2ShortKeys of them, so an item is one S, one softmax and one P V. On the 128-key tiles such a
 // call takes two key tiles, the second mostly padding (ViT's N = 197: 256 keys computed, two softmaxes in
 // series, session 41's trace), where 208 computes 208. Two consumers of 64 rows (S 104, P 52 and O 32
-// registers at D = 64 fit their 240); D <= kFa2ShortMaxDim only.
+// registers at D = 64 fit their 240); compiled at D <= kFa2ShortMaxDim (launch/heuristics.h) only.
 constexpr int kFa2ShortKeys = 208;
-constexpr int kFa2ShortMaxDim = 64;
 constexpr Fa2TileSpec fa2_tile_sm90_short() { return fa2_wgmma_tile(2, kFa2ShortKeys); }
 struct Fa2WgmmaShortTile {
   static constexpr Fa2TileSpec value = fa2_tile_sm90_short();
