@@ -346,10 +346,10 @@ def test_fa2_short_keys_tile(dtype, D, case, mma):
     """On Hopper, calls of 129..208 keys without causal masking or a mask at D <= 64 that would run the 128 x 128
     tile (fa2_narrow_tile) run the warp-specialised kernel on one 208-key tile an item (traits/fa2_traits.h
     fa2_tile_sm90_short; launch/heuristics.h fa2_short_tile): keys past S masked inside the one tile (zero-filled
-    by TMA; the kernel's mask_keys), more items than SMs, GQA / MQA, L of 40 and 50 (from 33: forward's short
+    by TMA; the kernel's mask_cut), more items than SMs, GQA / MQA, L of 40 and 50 (from 33: forward's short
     queries run the decode kernels), a negative scale, a zero scale (per element there); 128 or 209
     keys, causal calls, D = 96 and L = 300 (the table's 192-row tile, fa2_narrow_tile) run the other tiles,
-    mask_keys cutting their last key tile where two consumers run it. Which kernel ran is read from the profiler."""
+    mask_cut cutting their last key tile where two consumers run it. Which kernel ran is read from the profiler."""
     import ffpa_attn._C as C
 
     need(dtype, D)

@@ -181,6 +181,24 @@ inline int decode_one_per_sm_splits(int64_t base_blocks, int key_tiles, int sms,
   if (s < one_per_sm_min || s > key_tiles / 2 || s > kMaxDecodeSplits || 10 * base_blocks * s < 9 * sms) return 0;
   return static_cast<int>(s);
 }
+// The device side of that rule: one block an SM streams as fast as two only where the SM's share of DRAM bandwidth
+// is small enough for one block's ring to cover. Session 55, one H200 (peak 4800 GB/s by its attributes, 36.4 a SM;
+// bf16 B=1 S=131072 32/8, scripts/dev/decode_splits_ab.py, us, 16 splits (one an SM) / 33 (the model's, two an SM)):
+// D = 128 contiguous 135.6 / 130.6, pages of 64 157.7 / 133.4; D = 64 82.1 / 73.9, pages of 64 91.5 / 76.9, where
+// session 38-40's H100 (3352 GB/s, 25.4 a SM) had one an SM 1-5% ahead (above). The bound lies between the two; a
+// device whose attributes cannot be read keeps the rule (as on the H100). Host attributes only, read once a device:
+// no sync, CUDA-graph capture unaffected.
+constexpr double kDecodeOnePerSmMaxGBpsPerSm = 30.0;
+inline bool decode_one_per_sm_device(double dram_gbps, int sms) {
+  return !(dram_gbps > 0.0) || sms <= 0 || dram_gbps / sms <= kDecodeOnePerSmMaxGBpsPerSm;
+}
+// Peak DRAM bandwidth of the current device in GB/s from its memory clock (kHz, double data rate) and bus width
+// (bits); 0 where either cannot be read.
+inline double dram_peak_gbps() {
+  const int khz = device_attribute<cudaDevAttrMemoryClockRate>(0);
+  const int bits = device_attribute<cudaDevAttrGlobalMemoryBusWidth>(0);
+  return static_cast<double>(khz) * bits / 4e6;
+}
 inline int choose_decode_splits(int64_t base_blocks, int key_tiles, int blocks_per_sm, int sms, bool varlen = false,
                                 bool masked = false, int one_per_sm_min = 0, bool odd_pages = false) {
   if (base_blocks <= 0 || key_tiles <= 2) return 1;
@@ -379,8 +397,8 @@ inline bool fa2_narrow_tile(int head_dim, int64_t bh, int len_q, int len_kv, boo
 // the 128 x 128 tile: whether the short-keys tile (128 rows, one key tile of `short_n` keys per item,
 // fa2_tile_sm90_short) runs them instead. It does where every key fits its one tile and the 128-key tiles would take
 // two (129..short_n keys), without causal masking. One H200, bf16, TFLOPS 128 x 128 tile / short tile, same run
-// (session 54, scripts/dev/fa2_short_tile_ab.patch; both with the WS kernel's mask_keys): D = 64 B=128 H=12 N=197
-// 169 / 184 (SDPA cuDNN 171), B=32 H=16 N=208 153 / 171; causal N=197 89 / 78 (a causal call's first query block
+// (session 54, scripts/dev/fa2_short_tile_ab.patch; both masking ragged keys as mask_cut does): D = 64 B=128 H=12
+// N=197 169 / 184 (SDPA cuDNN 171), B=32 H=16 N=208 153 / 171; causal N=197 89 / 78 (a causal call's first query block
 // sees 128 keys or fewer: one narrow tile, which the short tile pads to short_n). Where fa2_narrow_tile keeps the
 // table's 192-row tile (one query block an item: B=256 H=16 N=150, 157 against the short tile's 120) the table's
 // runs.

@@ -142,9 +142,10 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   static constexpr int kOInKBytes = 64 * 128 * ((Traits::kHeadDimV + 63) / 64);  // one consumer's O
   static constexpr bool kOInK = kOInKOn && kDefer && !kSplit && !kAhead && !kTmaStore && !kOwnEnd && !kInOrder &&
                                 Plan::kConsumers * kOInKBytes <= Plan::kKBytes;
-  // mask_keys for a ragged length's last tile on two consumer warpgroups (240 registers); three (160: D <= 64's
-  // table tile) keep mask_tile there, since the second path spilled 16-44 bytes in its kernels (session 54).
-  static constexpr bool kMaskKeys = Plan::kConsumers == 2;
+  // mask_cut for a ragged length's last tile and causal diagonals on two consumer warpgroups (240 registers) and
+  // in the look-ahead kernels of three (160: D <= 64's table tile; ptxas: 0 and 8 / 16 bytes of spills against 8 / 24
+  // with mask_tile); the plain three-consumer kernels keep mask_tile (with mask_cut they spilled 48 bytes).
+  static constexpr bool kMaskKeys = Plan::kConsumers == 2 || kAhead;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
   static constexpr int kConsumers = Plan::kConsumers;
@@ -219,16 +220,16 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     const int n0 = j * kBlockN;
     const uint8_t code = w.codes != nullptr ? w.codes[j] : static_cast<uint8_t>(kBlockFull);
     const bool ragged = n0 + kBlockN > p.len_kv;
-    // mask_tile: a mask's partial tiles, causal diagonals, and a zero scale (-inf times 0); the last tile of a
-    // ragged length otherwise masks only its keys past len_kv (mask_keys), its scale left to the exponent's FMA
-    // (kMaskKeys).
-    const bool cut = code == kBlockPartial || (p.is_causal && n0 + kBlockN - 1 > w.m0 + p.causal_offset);
-    const bool per_elem = cut || (ragged && (!kMaskKeys || !(scale_log2 > 0.f)));
-    const bool keys = kMaskKeys && ragged && !per_elem;
+    const bool diag = p.is_causal && n0 + kBlockN - 1 > w.m0 + p.causal_offset;
+    // mask_tile: a mask's partial tiles and a zero scale (-inf times 0); a ragged length's last tile and causal
+    // diagonals otherwise mask by each row's limit (mask_cut), the scale left to the exponent's FMA (kMaskKeys).
+    const bool per_elem = code == kBlockPartial ||
+                          ((ragged || diag) && (!kMaskKeys || !(scale_log2 > 0.f)));
+    const bool keys = kMaskKeys && (ragged || diag) && !per_elem;
     if (per_elem)
       Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&s), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
     if constexpr (kMaskKeys) {
-      if (keys) mask_keys(s, p.len_kv - n0, t4);
+      if (keys) mask_cut(s, p, row0, g, t4, n0);
     }
     const float sf = per_elem ? 1.f : scale_log2;
     // attn/standing_max.cuh: P against each row's max as it stands where the warp's rows have one; redo puts S
@@ -238,27 +239,30 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       if (per_elem)
         Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&t), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
       if constexpr (kMaskKeys) {
-        if (keys) mask_keys(t, p.len_kv - n0, t4);
+        if (keys) mask_cut(t, p, row0, g, t4, n0);
       }
     });
   }
 
-  // The keys of a tile past len_kv (its first `valid` columns are keys) to -inf, unscaled. The n8 tiles every
-  // thread holds only keys of are skipped (a warp-uniform test); of the one the length cuts, each thread's two
-  // columns are compared once for both its rows. mask_tile scales, compares and selects every score of the tile,
-  // which on items of one or two key tiles weighs: ViT-B's N = 197 at D = 64 runs 15% faster with mask_keys on the
-  // short-keys tile, 9% on the 128 x 128 one; D = 128 3% (one H200, session 54, fa2_short_tile_ab.patch).
-  static __device__ __forceinline__ void mask_keys(float (&s)[kNS][4], int valid, int t4) {
-    const int whole = valid >> 3;    // n8 tiles [0, whole): keys in every column
-    const int lim = valid - 2 * t4;  // this thread's column 8 n + c (c = 0, 1) is a key iff 8 n + c < lim
+  // The scores of a ragged length's last tile and of a causal diagonal past each row's last visible key to -inf,
+  // unscaled (the scale stays in the exponent's FMA). The n8 tiles whose columns every row of the warp sees are
+  // skipped (a warp-uniform test against its first row's limit); the others compare each thread's two columns against
+  // its two rows' limits. mask_tile scales, compares and selects every score of the tile, which on items of one or two
+  // key tiles weighs: ViT-B's N = 197 at D = 64 ran 15% faster with the ragged form of this on the short-keys tile, 9%
+  // on the 128 x 128 one (session 54); the causal diagonals 9-10% at N = 197 / 256 and 4% at N = 1024 (D = 64), 1.5%
+  // at D = 128 N = 2048 (session 55, one H200, fa2_mask_cut.patch: bench/results/h200_2026-11-28_s55_mask_cut_ab.txt).
+  // A third path (n8 tiles past the warp's greatest limit set at once) spilled 636-824 bytes: two paths only.
+  static __device__ __forceinline__ void mask_cut(float (&s)[kNS][4], const FwdParams& p, int row0, int g, int t4,
+                                                  int n0) {
+    const int lo = last_visible_key(p, row0) - n0;
+    const int lim0 = last_visible_key(p, row0 + g) - n0 - 2 * t4, lim1 = last_visible_key(p, row0 + g + 8) - n0 - 2 * t4;
 #pragma unroll
     for (int n = 0; n < kNS; ++n) {
-      if (n < whole) continue;
+      if (8 * n + 7 <= lo) continue;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
-        const bool past = 8 * n + c >= lim;
-        s[n][c] = past ? -CUDART_INF_F : s[n][c];
-        s[n][2 + c] = past ? -CUDART_INF_F : s[n][2 + c];
+        s[n][c] = 8 * n + c > lim0 ? -CUDART_INF_F : s[n][c];
+        s[n][2 + c] = 8 * n + c > lim1 ? -CUDART_INF_F : s[n][2 + c];
       }
     }
   }
