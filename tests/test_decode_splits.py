@@ -118,6 +118,21 @@ def test_one_block_per_sm_where_the_kernel_streams_as_fast_with_one():
     assert auto(8, 20) == splits(8, 20, per_sm=2)                      # 16 splits would pass half the key tiles
 
 
+def test_one_block_per_sm_only_where_the_sm_share_of_dram_bandwidth_is_small():
+    """csrc/launch/heuristics.h decode_one_per_sm_device: the rule above holds on devices whose peak DRAM bandwidth
+    per SM is at most 30 GB/s (an H100 SXM, 3352 GB/s over 132 SMs); an H200 (4800 GB/s, 132 SMs) runs the model's
+    count, two blocks an SM; a bandwidth that cannot be read (0) keeps the rule."""
+    import ffpa_attn._C as C
+
+    assert C.decode_one_per_sm_device(3352.0, 132)       # H100 SXM: 25.4 GB/s an SM
+    assert not C.decode_one_per_sm_device(4800.0, 132)   # H200: 36.4
+    assert C.decode_one_per_sm_device(3960.0, 132)       # 30.0 exactly: the bound is inclusive
+    assert not C.decode_one_per_sm_device(3961.0, 132)
+    assert C.decode_one_per_sm_device(2039.0, 108)       # A100 80GB: 18.9
+    assert C.decode_one_per_sm_device(0.0, 132) and C.decode_one_per_sm_device(4800.0, 0)  # unknown: the rule
+    assert C.dram_peak_gbps() >= 0.0
+
+
 def test_the_merge_is_fused_where_a_block_merges_in_a_few_rounds():
     """csrc/launch/heuristics.h decode_fused_merge: rows x Dv / 4 units over the block's threads (each
     `units` at once: 1 in the mma.sync kernel, 2 in the narrow one), the splits 8 (kFusedMergeBatch) a

@@ -293,6 +293,11 @@ PYBIND11_MODULE(_C, m) {
         py::arg("sms"), py::arg("varlen") = false, py::arg("masked") = false, py::arg("one_per_sm_min") = 0, py::arg("odd_pages") = false,
         "The split-KV count an auto decode call picks (csrc/launch/heuristics.h), for explicit sizes; "
         "one_per_sm_min: the kernel's one-block-per-SM bound (4 for D = 64, 16 for D = 128, 0 off)");
+  m.def("decode_one_per_sm_device", &ffpa::launch::decode_one_per_sm_device, py::arg("dram_gbps"), py::arg("sms"),
+        "Whether a device of this peak DRAM bandwidth (GB/s) and SM count takes the decode kernel's one-block-per-SM "
+        "rule (csrc/launch/heuristics.h; an unknown bandwidth, 0, keeps it)");
+  m.def("dram_peak_gbps", &ffpa::launch::dram_peak_gbps,
+        "Peak DRAM bandwidth of the current device (GB/s) from its memory clock and bus width; 0 where unknown");
   def_mode(m, "fa2_mma", kFa2MmaNames, &ffpa::launch::set_fa2_mma, &ffpa::launch::fa2_mma,
            "FA-2 tensor-core path, process-wide: 'auto' (wgmma on compute capability 9.0 where the build has "
            "sm_90a code, else mma.sync), 'sync' (mma.sync everywhere) or 'wgmma' (same as auto)",
