@@ -120,12 +120,12 @@ def test_one_block_per_sm_where_the_kernel_streams_as_fast_with_one():
 
 def test_one_block_per_sm_only_where_the_sm_share_of_dram_bandwidth_is_small():
     """csrc/launch/heuristics.h decode_one_per_sm_device: the rule above holds on devices whose peak DRAM bandwidth
-    per SM is at most 30 GB/s (an H100 SXM, 3352 GB/s over 132 SMs); an H200 (4800 GB/s, 132 SMs) runs the model's
+    per SM is at most 30 GB/s (an H100 SXM, 3352 GB/s over 132 SMs); an H200 (4814 GB/s, 132 SMs) runs the model's
     count, two blocks an SM; a bandwidth that cannot be read (0) keeps the rule."""
     import ffpa_attn._C as C
 
     assert C.decode_one_per_sm_device(3352.0, 132)       # H100 SXM: 25.4 GB/s an SM
-    assert not C.decode_one_per_sm_device(4800.0, 132)   # H200: 36.4
+    assert not C.decode_one_per_sm_device(4814.0, 132)   # H200: 36.5
     assert C.decode_one_per_sm_device(3960.0, 132)       # 30.0 exactly: the bound is inclusive
     assert not C.decode_one_per_sm_device(3961.0, 132)
     assert C.decode_one_per_sm_device(2039.0, 108)       # A100 80GB: 18.9

@@ -182,12 +182,12 @@ inline int decode_one_per_sm_splits(int64_t base_blocks, int key_tiles, int sms,
   return static_cast<int>(s);
 }
 // The device side of that rule: one block an SM streams as fast as two only where the SM's share of DRAM bandwidth
-// is small enough for one block's ring to cover. Session 55, one H200 (peak 4800 GB/s by its attributes, 36.4 a SM;
+// is small enough for one block's ring to cover. Session 55, one H200 (peak 4814 GB/s by its attributes, 36.5 a SM;
 // bf16 B=1 S=131072 32/8, scripts/dev/decode_splits_ab.py, us, 16 splits (one an SM) / 33 (the model's, two an SM)):
-// D = 128 contiguous 135.6 / 130.6, pages of 64 157.7 / 133.4; D = 64 82.1 / 73.9, pages of 64 91.5 / 76.9, where
-// session 38-40's H100 (3352 GB/s, 25.4 a SM) had one an SM 1-5% ahead (above). The bound lies between the two; a
-// device whose attributes cannot be read keeps the rule (as on the H100). Host attributes only, read once a device:
-// no sync, CUDA-graph capture unaffected.
+// D = 128 contiguous 135.6 / 130.6, pages of 64 157.7 / 133.4; D = 64 82.1 / 73.9, pages of 64 91.5 / 76.9. Sessions
+// 38-40's H100 SXM (3352 GB/s by its spec's 2619 MHz x 5120 bits, not read there: 25.4 a SM) had one an SM 4-5% ahead
+// at D = 64 and within 1% at D = 128 (above). The bound lies between the two; a device whose attributes cannot be
+// read keeps the rule. Host attributes only, read once a device: no sync, CUDA-graph capture unaffected.
 constexpr double kDecodeOnePerSmMaxGBpsPerSm = 30.0;
 inline bool decode_one_per_sm_device(double dram_gbps, int sms) {
   return !(dram_gbps > 0.0) || sms <= 0 || dram_gbps / sms <= kDecodeOnePerSmMaxGBpsPerSm;
