@@ -1,6 +1,6 @@
 // Which keys a query row sees, at the granularities the forward kernels ask about: a block of
-// query rows (the causal end of its key range), a key tile (skipped by the block map) and one
-// (row, col) element. The FA-2 (kernels/fa2_common.cuh) and FFPA (kernels/ffpa_fwd_sm80.cuh)
+// query rows (the causal end of its key range), a key tile (skipped by the block map), a warp's
+// strip of an S tile by each row's limit (mask_cut) and one (row, col) element. The FA-2 (kernels/fa2_common.cuh) and FFPA (kernels/ffpa_fwd_sm80.cuh)
 // kernels both use these, so the rule is written once. attn_mask's values themselves are read in
 // attn/mask.cuh.
 //
@@ -72,6 +72,31 @@ __device__ __forceinline__ int last_visible_key(const FwdParams& p, int row) {
   int lim = p.len_kv - 1;
   if (p.is_causal) lim = min(lim, row + p.causal_offset);
   return lim;
+}
+
+// ---- a warp's strip of an S tile -----------------------------------------------------------------
+// mask_cut: the m16 x (8 kNS) accumulator strip of a warp (this thread's rows row0 + g and row0 + g + 8, its
+// columns 8 n + 2 t4 + c of the strip whose first key is n0): the scores past each row's last visible key to -inf,
+// unscaled (a kernel leaves the scale to the exponent's FMA). The n8 tiles whose columns every row of the warp sees
+// are skipped (a warp-uniform test against its first row's limit); the others compare each thread's two columns
+// against its two rows' limits. Where a per-score path (scale, compare, select every score) served ragged and
+// causal-diagonal tiles, this ran ViT-B's N = 197 at D = 64 15% faster on the FA-2 Hopper kernel's short-keys tile
+// and 9% on its 128 x 128 one (session 54); the causal diagonals 9-10% at N = 197 / 256 and 4% at N = 1024 (D = 64),
+// 1.5% at D = 128 N = 2048 (session 55, one H200: bench/results/h200_2026-11-28_s55_mask_cut_ab.txt). A third path
+// (n8 tiles past the warp's greatest limit set at once) spilled 636-824 bytes there: two paths only.
+template <int kNS>
+__device__ __forceinline__ void mask_cut(float (&s)[kNS][4], const FwdParams& p, int row0, int g, int t4, int n0) {
+  const int lo = last_visible_key(p, row0) - n0;
+  const int lim0 = last_visible_key(p, row0 + g) - n0 - 2 * t4, lim1 = last_visible_key(p, row0 + g + 8) - n0 - 2 * t4;
+#pragma unroll
+  for (int n = 0; n < kNS; ++n) {
+    if (8 * n + 7 <= lo) continue;
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      s[n][c] = 8 * n + c > lim0 ? -CUDART_INF_F : s[n][c];
+      s[n][2 + c] = 8 * n + c > lim1 ? -CUDART_INF_F : s[n][2 + c];
+    }
+  }
 }
 
 }  // namespace ffpa::attn

@@ -54,6 +54,7 @@
 
 #include "ffpa/attn/rows_out.cuh"
 #include "ffpa/attn/standing_max.cuh"
+#include "ffpa/attn/tile_mask.cuh"
 #include "ffpa/kernels/fa2_common.cuh"
 #include "ffpa/kernels/fa2_ws_schedule.cuh"
 #include "ffpa/kernels/fa2_ws_epilogue.cuh"
@@ -229,7 +230,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     if (per_elem)
       Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&s), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
     if constexpr (kMaskKeys) {
-      if (keys) mask_cut(s, p, row0, g, t4, n0);
+      if (keys) mask_cut(s, p, row0, g, t4, n0);  // (attn/tile_mask.cuh)
     }
     const float sf = per_elem ? 1.f : scale_log2;
     // attn/standing_max.cuh: P against each row's max as it stands where the warp's rows have one; redo puts S
@@ -242,29 +243,6 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
         if (keys) mask_cut(t, p, row0, g, t4, n0);
       }
     });
-  }
-
-  // The scores of a ragged length's last tile and of a causal diagonal past each row's last visible key to -inf,
-  // unscaled (the scale stays in the exponent's FMA). The n8 tiles whose columns every row of the warp sees are
-  // skipped (a warp-uniform test against its first row's limit); the others compare each thread's two columns against
-  // its two rows' limits. mask_tile scales, compares and selects every score of the tile, which on items of one or two
-  // key tiles weighs: ViT-B's N = 197 at D = 64 ran 15% faster with the ragged form of this on the short-keys tile, 9%
-  // on the 128 x 128 one (session 54); the causal diagonals 9-10% at N = 197 / 256 and 4% at N = 1024 (D = 64), 1.5%
-  // at D = 128 N = 2048 (session 55, one H200, fa2_mask_cut.patch: bench/results/h200_2026-11-28_s55_mask_cut_ab.txt).
-  // A third path (n8 tiles past the warp's greatest limit set at once) spilled 636-824 bytes: two paths only.
-  static __device__ __forceinline__ void mask_cut(float (&s)[kNS][4], const FwdParams& p, int row0, int g, int t4,
-                                                  int n0) {
-    const int lo = last_visible_key(p, row0) - n0;
-    const int lim0 = last_visible_key(p, row0 + g) - n0 - 2 * t4, lim1 = last_visible_key(p, row0 + g + 8) - n0 - 2 * t4;
-#pragma unroll
-    for (int n = 0; n < kNS; ++n) {
-      if (8 * n + 7 <= lo) continue;
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        s[n][c] = 8 * n + c > lim0 ? -CUDART_INF_F : s[n][c];
-        s[n][2 + c] = 8 * n + c > lim1 ? -CUDART_INF_F : s[n][2 + c];
-      }
-    }
   }
 
   // P in b16 as the A operand of P V: the accumulator layout of S n8 tiles 2 kk and 2 kk + 1 is
