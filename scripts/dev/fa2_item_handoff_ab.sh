@@ -14,6 +14,6 @@ BUILD_ONLY=1 bash scripts/dev/ffpa_tree_ab.sh > "$OUT/ab_build.log" 2>&1 || true
 tail -3 "$OUT/ab_build.log"
 (cd tests && PYTHONPATH=$PWD/.. FFPA_SANITIZE_NO_CLUSTER=1 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 \
   python3 ../scripts/sanitize_one.py fa2 > "$OUT/racecheck.log" 2>&1; echo "racecheck fa2 rc $?: $(grep -c 'ERROR SUMMARY: 0' "$OUT/racecheck.log") clean summaries, $(grep -ci hazard "$OUT/racecheck.log") hazard lines")
-(cd tests && PYTHONPATH=$PWD/.. timeout ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider test_fa2_gpu.py > "$OUT/pytest.log" 2>&1; echo "tests rc $?: $(tail -1 "$OUT/pytest.log")")
+(cd tests && PYTHONPATH=$PWD/.. timeout ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider test_fa2_gpu.py test_fa2_hopper_gpu.py > "$OUT/pytest.log" 2>&1; echo "tests rc $?: $(tail -1 "$OUT/pytest.log")")
 SKIP_BUILD=1 SKIP_TESTS=1 CELLS="${CELLS:---B 8 --H 16 --N 2048 --D 64 128 --causal-both --kernels fa2;--B 1 --H 32 --N 8192 --D 128 --causal-both --kernels fa2}" \
   timeout ${AB_TIMEOUT:-240} bash scripts/dev/ffpa_tree_ab.sh

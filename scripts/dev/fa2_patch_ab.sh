@@ -24,7 +24,7 @@ export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2 FFPA_ACCS=fp32 FFPA_HEAD_DIM
 t0=$(date +%s)
 python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "build $(( $(date +%s) - t0 )) s; ptxas spills: $(grep -c '[1-9][0-9]* bytes spill' "$OUT/build.log")"
-(cd tests && PYTHONPATH=$PWD/.. timeout ${TEST_S:-150} python3 -m pytest -q -p no:cacheprovider -x test_fa2_gpu.py \
+(cd tests && PYTHONPATH=$PWD/.. timeout ${TEST_S:-150} python3 -m pytest -q -p no:cacheprovider -x test_fa2_gpu.py test_fa2_hopper_gpu.py \
   -k "${TEST_K:-128}" > "$OUT/pytest.log" 2>&1
  echo "tests: $(tail -1 "$OUT/pytest.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head)
 for tool in ${TOOLS:-racecheck synccheck memcheck}; do

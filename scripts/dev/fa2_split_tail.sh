@@ -16,7 +16,7 @@ export MAX_JOBS=16 FFPA_ARCHS=90a FFPA_FAMILIES=fa2 FFPA_ACCS=fp32 FFPA_HEAD_DIM
 t0=$(date +%s)
 python3 setup.py build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "build $(( $(date +%s) - t0 )) s"
-(cd tests && PYTHONPATH=$PWD/.. FFPA_DEV_WS=1 timeout ${TEST_S:-150} python3 -m pytest -q -p no:cacheprovider -x test_fa2_gpu.py \
+(cd tests && PYTHONPATH=$PWD/.. FFPA_DEV_WS=1 timeout ${TEST_S:-150} python3 -m pytest -q -p no:cacheprovider -x test_fa2_gpu.py test_fa2_hopper_gpu.py \
   -k "more_items or tma_store or look_ahead or every_head_dim or odd_lengths" > "$OUT/pytest.log" 2>&1
  echo "tests (split on): $(tail -1 "$OUT/pytest.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head)
 cat > "$OUT/san.py" <<'P'

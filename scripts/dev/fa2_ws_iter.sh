@@ -14,7 +14,7 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
 fi
 cd tests
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -x test_fa2_gpu.py ${FA2_TESTS:-} > "$OUT/pytest.log" 2>&1
+  timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider -x test_fa2_gpu.py test_fa2_hopper_gpu.py ${FA2_TESTS:-} > "$OUT/pytest.log" 2>&1
   echo "tests rc $?: $(tail -1 "$OUT/pytest.log")"; grep -E "^(FAILED|ERROR)|Error|assert" "$OUT/pytest.log" | head -20
 fi
 cd ..

@@ -19,7 +19,7 @@ if [[ " $STEPS " == *" fma "* ]]; then
     t0=$(date +%s)
     python3 setup.py build_ext --inplace > "$OUT/fma/build.log" 2>&1 || { tail -30 "$OUT/fma/build.log"; exit 1; }
     echo "build $(( $(date +%s) - t0 )) s; ptxas spills: $(grep -c '[1-9][0-9]* bytes spill' "$OUT/fma/build.log")"
-    (cd tests && FFPA_DEV_WS=2 PYTHONPATH=$PWD/.. timeout 120 python3 -m pytest -q -p no:cacheprovider test_fa2_gpu.py test_fp8_gpu.py \
+    (cd tests && FFPA_DEV_WS=2 PYTHONPATH=$PWD/.. timeout 120 python3 -m pytest -q -p no:cacheprovider test_fa2_gpu.py test_fa2_hopper_gpu.py test_fp8_gpu.py \
       -k "standing or float_limit or nan_key or rising" > "$OUT/fma/pytest.log" 2>&1
      echo "tests (variant 2): $(tail -1 "$OUT/fma/pytest.log")"; grep -E "^(FAILED|ERROR)" "$OUT/fma/pytest.log" | head)
     PYTHONPATH=$PWD DIMS="64 128" SHAPES="8x16x2048 1x32x8192 16x16x1024" \
