@@ -206,3 +206,12 @@ def test_balanced_splits_where_lengths_vary_within_one_wave():
     for order in ("launch", "longest"):
         with process_mode("decode_order", order):
             assert not bal(True, 16, 8)
+
+
+@pytest.mark.requires_cuda
+def test_the_device_reports_its_peak_dram_bandwidth():
+    """dram_peak_gbps reads the current device's memory clock and bus width (the decode rule above takes it):
+    a GPU reports a figure in the range of real ones (an H200 4814 GB/s, an H100 SXM about 3350)."""
+    import ffpa_attn._C as C
+
+    assert 300.0 < C.dram_peak_gbps() < 20000.0
