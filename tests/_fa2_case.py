@@ -17,6 +17,13 @@ FA2_PAIRS = sorted(tuple(p) for p in INFO.get("head_dim_pairs", {}).get("fa2", [
 FA2_DIMS = sorted(e for e, ev in FA2_PAIRS if e == ev)
 ODD_PAIRS = [p for p in FA2_PAIRS if p[0] != p[1]]
 
+# The module marks of both test files: GPU tests, skipped without FA-2 kernels in the build.
+FA2_MARKS = [
+    pytest.mark.gpu,
+    pytest.mark.requires_cuda,  # skipped without a device, failed where the extension is expected but missing
+    pytest.mark.skipif(HAS_GPU and not FA2_PAIRS, reason="no FA-2 kernel in this build (build_info()['head_dim_pairs'])"),
+]
+
 DTYPES = [torch.float16, torch.bfloat16]
 DT_NAME = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 CAUSAL = {"none": (False, "top_left"), "top_left": (True, "top_left"), "bottom_right": (True, "bottom_right")}

@@ -18,12 +18,12 @@ import torch.nn.functional as F
 
 import ffpa_attn
 from _fa2_case import (  # noqa: F401 (mma: a fixture)
+    FA2_MARKS,
     CAUSAL,
     DT_NAME,
     DTYPES,
     FA2_DIMS,
     FA2_PAIRS,
-    HAS_GPU,
     HEADS,
     INFO,
     MMA_PATHS,
@@ -44,11 +44,7 @@ from _reference import (
     reference,
     rising_then_jumping_keys,
 )
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.requires_cuda,  # skipped without a device, failed where the extension is expected but missing
-    pytest.mark.skipif(HAS_GPU and not FA2_PAIRS, reason="no FA-2 kernel in this build (build_info()['head_dim_pairs'])"),
-]
+pytestmark = FA2_MARKS
 
 
 # ---- correctness grids -------------------------------------------------------------------------

@@ -9,10 +9,9 @@ import pytest
 import torch
 
 from _fa2_case import (  # noqa: F401 (mma: a fixture)
+    FA2_MARKS,
     DT_NAME,
     DTYPES,
-    FA2_PAIRS,
-    HAS_GPU,
     WGMMA_HERE,
     _first_dtype,
     check,
@@ -22,11 +21,7 @@ from _fa2_case import (  # noqa: F401 (mma: a fixture)
 )
 from _reference import kernels_launched, make_mask, rand_qkv, reference
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.requires_cuda,  # skipped without a device, failed where the extension is expected but missing
-    pytest.mark.skipif(HAS_GPU and not FA2_PAIRS, reason="no FA-2 kernel in this build (build_info()['head_dim_pairs'])"),
-]
+pytestmark = FA2_MARKS
 
 
 @pytest.mark.parametrize("D", [64, 128, 256, 320, 384])
