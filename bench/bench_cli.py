@@ -20,10 +20,11 @@ QUICK = {"N": 1024, "H": 8, "D": [320, 512, 1024], "warmup": 5, "iters": 20}
 DEFAULTS = {"B": 1, "H": 32, "N": 8192, "D": DEFAULT_D, "warmup": 25, "iters": 100}
 # Named sweeps (explicit --shapes / --D win).  "fa2": the FA-2 family against SDPA flash,
 # efficient and cuDNN at the two shapes of issue #4; "short": short sequences of vision and encoder models
-# (ViT-B/16 at 224 px: 197 tokens, 12 heads of 64; 256 tokens, 16 heads), where tile padding weighs most.
+# (ViT-B/16 at 224 px: 197 tokens, 12 heads of 64; 256 tokens, 16 heads; ViT-L/14 and DINOv2-L at 224 px: 257
+# tokens, 16 heads of 64, one key past two 128-key tiles), where tile padding weighs most.
 PRESETS = {
     "fa2": {"shapes": ["1x32x8192", "8x16x2048"], "D": FA2_D},
-    "short": {"shapes": ["128x12x197", "64x16x256"], "D": [64, 96, 128]},
+    "short": {"shapes": ["128x12x197", "64x16x256", "64x16x257"], "D": [64, 96, 128]},
     "decode": {},  # bench/bench_decode.py's sweep (it takes --dtype, --warmup, --iters, --out-dir, --gen-bench)
     "fp8": {},  # bench/bench_fp8.py's sweep (it takes --warmup, --iters, --out-dir, --gen-bench)
 }

@@ -220,7 +220,8 @@ def test_fa2_preset_and_shapes():
     args = bench.resolve_args(bench.build_parser().parse_args(["--preset", "fa2", "--D", "128", "--Hkv", "8"]))
     assert args.D == [128] and args.shapes == [(1, 32, 8, 8192, 8192), (8, 16, 8, 2048, 2048)]
     args = bench.resolve_args(bench.build_parser().parse_args(["--preset", "short"]))
-    assert args.shapes == [(128, 12, 12, 197, 197), (64, 16, 16, 256, 256)] and args.D == [64, 96, 128]
+    assert args.shapes == [(128, 12, 12, 197, 197), (64, 16, 16, 256, 256), (64, 16, 16, 257, 257)]
+    assert args.D == [64, 96, 128]
     args = bench.resolve_args(bench.build_parser().parse_args(["--shapes", "2x4x100x300", "--mask", "blocksparse"]))
     assert args.shapes == [(2, 4, 4, 100, 300)] and args.mask == "blocksparse"
     args = bench.resolve_args(bench.build_parser().parse_args(["--H", "8", "--L", "10", "--S", "20"]))
