@@ -61,8 +61,9 @@ struct DecodeLauncher<Element, kHeadDim, kHeadDimV>::Impl {
     const int per_sm = blocks_per_sm<kShared>();
     const int64_t base = static_cast<int64_t>(p.batch) * p.heads_kv * row_tiles(p);
     const int key_tiles = (p.len_kv + V::Traits::kBlockN - 1) / V::Traits::kBlockN;
-    const int one_per_sm = decode_one_per_sm_device(dram_peak_gbps(), num_sms()) ? V::Traits::kOnePerSmMinSplits : 0;
-    return choose_decode_splits(base, key_tiles, per_sm, num_sms(), p.seqlens != nullptr && p.batch > 1,
+    const int sms = num_sms();
+    const int one_per_sm = decode_one_per_sm_device(dram_peak_gbps(), sms) ? V::Traits::kOnePerSmMinSplits : 0;
+    return choose_decode_splits(base, key_tiles, per_sm, sms, p.seqlens != nullptr && p.batch > 1,
                                 p.mask != nullptr, one_per_sm, p.block_table != nullptr && p.page_shift < 0);
   }
   // The split count (as asked, else auto) within the variant's key tiles, and the merge's form.

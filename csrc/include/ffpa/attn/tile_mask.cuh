@@ -1,7 +1,8 @@
 // Which keys a query row sees, at the granularities the forward kernels ask about: a block of
 // query rows (the causal end of its key range), a key tile (skipped by the block map), a warp's
-// strip of an S tile by each row's limit (mask_cut) and one (row, col) element. The FA-2 (kernels/fa2_common.cuh) and FFPA (kernels/ffpa_fwd_sm80.cuh)
-// kernels both use these, so the rule is written once. attn_mask's values themselves are read in
+// strip of an S tile by each row's limit (mask_cut) and one (row, col) element. The FA-2
+// (kernels/fa2_common.cuh, fa2_fwd_sm90_ws.cuh) and FFPA (kernels/ffpa_fwd_sm80.cuh) kernels
+// use these, so the rule is written once. attn_mask's values themselves are read in
 // attn/mask.cuh.
 //
 // The rule: key col is visible to query row r iff

@@ -146,7 +146,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   // mask_cut for a ragged length's last tile and causal diagonals on two consumer warpgroups (240 registers) and
   // in the look-ahead kernels of three (160: D <= 64's table tile; ptxas: 0 and 8 / 16 bytes of spills against 8 / 24
   // with mask_tile); the plain three-consumer kernels keep mask_tile (with mask_cut they spilled 48 bytes).
-  static constexpr bool kMaskKeys = Plan::kConsumers == 2 || kAhead;
+  static constexpr bool kMaskCut = Plan::kConsumers == 2 || kAhead;
   static constexpr int kKStepsQK = Traits::kKStepsQK;
   static constexpr int kKStepsPV = Traits::kKStepsPV;
   static constexpr int kConsumers = Plan::kConsumers;
@@ -223,14 +223,14 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     const bool ragged = n0 + kBlockN > p.len_kv;
     const bool diag = p.is_causal && n0 + kBlockN - 1 > w.m0 + p.causal_offset;
     // mask_tile: a mask's partial tiles and a zero scale (-inf times 0); a ragged length's last tile and causal
-    // diagonals otherwise mask by each row's limit (mask_cut), the scale left to the exponent's FMA (kMaskKeys).
+    // diagonals otherwise mask by each row's limit (mask_cut), the scale left to the exponent's FMA (kMaskCut).
     const bool per_elem = code == kBlockPartial ||
-                          ((ragged || diag) && (!kMaskKeys || !(scale_log2 > 0.f)));
-    const bool keys = kMaskKeys && (ragged || diag) && !per_elem;
+                          ((ragged || diag) && (!kMaskCut || !(scale_log2 > 0.f)));
+    const bool cut = kMaskCut && (ragged || diag) && !per_elem;
     if (per_elem)
       Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&s), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
-    if constexpr (kMaskKeys) {
-      if (keys) mask_cut(s, p, row0, g, t4, n0);  // (attn/tile_mask.cuh)
+    if constexpr (kMaskCut) {
+      if (cut) mask_cut(s, p, row0, g, t4, n0);  // (attn/tile_mask.cuh)
     }
     const float sf = per_elem ? 1.f : scale_log2;
     // attn/standing_max.cuh: P against each row's max as it stands where the warp's rows have one; redo puts S
@@ -239,8 +239,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       recompute_s_strip<Element, Traits::kHeadDim>(p, w.batch, w.head, row0, g, n0, t4, t);
       if (per_elem)
         Common::mask_tile(*reinterpret_cast<float(*)[1][kNS][4]>(&t), p, code, scale_log2, row0, n0, g, t4, w.batch, w.head);
-      if constexpr (kMaskKeys) {
-        if (keys) mask_cut(t, p, row0, g, t4, n0);
+      if constexpr (kMaskCut) {
+        if (cut) mask_cut(t, p, row0, g, t4, n0);
       }
     });
   }
