@@ -58,6 +58,7 @@
 #include "ffpa/kernels/fa2_common.cuh"
 #include "ffpa/kernels/fa2_ws_schedule.cuh"
 #include "ffpa/kernels/fa2_ws_epilogue.cuh"
+#include "ffpa/kernels/fa2_ws_handoff.cuh"
 #include "ffpa/kernels/fa2_ws_producer.cuh"
 #include "ffpa/kernels/fa2_ws_split.cuh"
 #include "ffpa/ptx/mbarrier.cuh"
@@ -315,7 +316,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     release_k(sm, rd, lane, jn >= w.n_end);
     // The item's last S is done: Q's slot may take the next item's Q while this softmax, the last
     // P V and the epilogue run.
-    if (jn >= w.n_end) release_q(sm, rd, lane);
+    if (jn >= w.n_end) Handoff::release_q(sm, rd, lane);
     softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
     if constexpr (kPfPair) pack(s, pf_next);  // (the P V just issued reads pf)
   }
@@ -334,6 +335,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
   };
   static constexpr int kNoItem = -2;
   using Epilogue = Fa2WsEpilogue<Fa2FwdWs>;  // O out (fa2_ws_epilogue.cuh)
+  using Handoff = Fa2WsHandoff<Fa2FwdWs>;    // Q's slot, the next item, its first S (fa2_ws_handoff.cuh)
 
   // After an S_j is done: K_j's stage back to the producer; kOInK, on the item's last tile (last), held
   // for the O store instead, with this warp's arrival on kread (its reads of K_j are done).
@@ -346,104 +348,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     }
     rd.sk.advance();
   }
-  static __device__ __forceinline__ void release_q(const Smem& sm, Reader& rd, int lane) {
-    __syncwarp();
-    if (lane == 0) sm.ring_q.consumer_release(rd.sq);
-    rd.sq.advance();
-  }
-
-  // The next item's index (-1: none left), after its Q has landed (write_item).
-  static __device__ __forceinline__ int next_item(const Smem& sm, Reader& rd) {
-    sm.ring_q.consumer_wait(rd.sq);  // the item's Q and its index (write_item)
-    return slot_word(sm, rd, 0);
-  }
-  // Word w of the item hand-off in Q's current slot (0: the item, 1: its key range), read by lane 0 for
-  // its warp: the lane that later releases Q's slot (release_q), so the read is ordered before the
-  // producer's next write by that lane's own arrival. (Read by every lane, racecheck reported the other
-  // lanes' reads against the next write: it does not carry their order through the __syncwarp before
-  // lane 0's arrival; session 30, D = 320 / 384.) Valid until the slot's release.
-  static __device__ __forceinline__ int slot_word(const Smem& sm, const Reader& rd, int w) {
-    int v = 0;
-    if (threadIdx.x % 32 == 0)
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(sm.item + 8 * rd.sq.stage + 4 * w) : "memory");
-    return __shfl_sync(0xffffffffu, v, 0);
-  }
-
-  // The key tiles [0, own_end) of an item that consumer c's 64 rows see: with causal masking its last row's
-  // limit, none for rows past len_q (the last query block's padding). The item's tiles past it (a
-  // 192-row item's first consumers end up to a 128-key tile early on the diagonal) are drained.
-  static __device__ __forceinline__ int own_end(const FwdParams& p, const Item& w, int c) {
-    const int m0 = w.m0 + 64 * c, rows = min(64, p.len_q - m0);
-    return rows <= 0 ? 0 : min(w.n_end, block_kv_tiles<kBlockN>(p, m0, rows));
-  }
-  // Key tiles [j, n_end) of the item that this warpgroup does not compute: each one's K and V stages
-  // waited for (a release counts in the phase it was filled for) and released, and a null ping-pong turn,
-  // so the other consumers' rotation and the rings go on as if it had.
-  static __device__ __forceinline__ void drain(const Smem& sm, Reader& rd, int c, int lane, const uint8_t* codes,
-                                               int j, int n_end) {
-    for (; j < n_end; j = next_tile(codes, j + 1, n_end)) {
-      sm.ring_k.consumer_wait(rd.sk);
-      sm.ring_v.consumer_wait(rd.sv);
-      turn_wait(c);
-      turn_pass(c);
-      if (lane == 0) {
-        sm.ring_k.consumer_release(rd.sk);
-        sm.ring_v.consumer_release(rd.sv);
-      }
-      rd.sk.advance();
-      rd.sv.advance();
-    }
-  }
-
-  // A negative scale is a positive one on -Q (row max of raw scores): this warpgroup's rows of Q flipped.
-  static __device__ __forceinline__ void flip_q(uint32_t q_wg, int c) {
-    QTile::xor_rows64(q_wg, 0x80008000u, threadIdx.x % 128);
-    ptx::fence_proxy_async_shared();
-    ptx::named_barrier_sync(1 + kConsumers + c, 128);
-  }
-
-  // kAhead, after this item's last P V: the next item's index; true where it has a key tile, whose
-  // first S the caller issues (issue_first) under this item's epilogue.
-  static __device__ __forceinline__ bool look_ahead(const FwdParams& p, const Smem& sm, const ItemDiv& dv, int c,
-                                                    Reader& rd) {
-    rd.ahead = next_item(sm, rd);
-    rd.issued = false;
-    if (rd.ahead < 0) return false;
-    if (kSplit && slot_word(sm, rd, 1) != 0) return true;  // a split-tail piece: tiles by construction
-    const Item w = item(p, rd.ahead, dv);
-    const int e = kOwnEnd ? own_end(p, w, c) : w.n_end;  // this warpgroup's tiles (consume's)
-    return next_tile(w.codes, 0, e) < e;
-  }
-  // An item's first S = Q K^T on this warpgroup's turn, once its first K tile has landed.
-  static __device__ __forceinline__ void issue_s0(const Smem& sm, int c, const Reader& rd, uint32_t q_wg,
-                                                  float (&s)[kNS][4]) {
-    sm.ring_k.consumer_wait(rd.sk);
-    turn_wait(c);
-    issue_qk(s, q_wg, sm.k + rd.sk.stage * Plan::kKBytes);
-    turn_pass(c);
-  }
-  // This warpgroup's 64 rows of Q in the slot rd.sq names (128 bytes each in a chunk), through an opaque
-  // move: hoisted out of the item loop, the Q descriptors derived from it stayed live across items and
-  // spilled (D=256).
-  static __device__ __forceinline__ uint32_t q_rows(const Smem& sm, const Reader& rd, int c) {
-    uint32_t q_wg;
-    asm volatile("mov.b32 %0, %1;\n" : "=r"(q_wg) : "r"(sm.q + rd.sq.stage * Plan::kQBytes + c * 64 * 128));
-    return q_wg;
-  }
-  // The next item's first S, issued before this item's epilogue (Q flipped first for a negative scale).
-  static __device__ __forceinline__ void issue_first(const FwdParams& p, const Smem& sm, int c, Reader& rd,
-                                                     float (&s)[kNS][4]) {
-    const uint32_t q_wg = q_rows(sm, rd, c);
-    if (p.scale_log2 < 0.f) flip_q(q_wg, c);
-    issue_s0(sm, c, rd, q_wg, s);
-    rd.issued = true;
-  }
 
   // One item on consumer warpgroup c; false: there is none left. kAhead: s may hold the item's first
   // S in flight (rd.issued), issued by the previous item's look_ahead.
   static __device__ __forceinline__ bool consume(const FwdParams& p, const Fa2TmaMaps& maps, const Smem& sm,
                                                  const ItemDiv& dv, int c, Reader& rd, float (&s)[kNS][4]) {
-    const int t = kAhead && rd.ahead != kNoItem ? rd.ahead : next_item(sm, rd);
+    const int t = kAhead && rd.ahead != kNoItem ? rd.ahead : Handoff::next_item(sm, rd);
     const bool issued = kAhead && rd.issued;  // s holds the item's first S, done
     if (t < 0) {
       if constexpr (kOInK) Epilogue::release_held(sm, rd);
@@ -452,13 +362,13 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
     Item w = item(p, t, dv);
     // A split-tail piece: tiles [range_begin, range_end) of its item (the word, read before Q's release)
     // (read in the look-ahead kernels too: without it ptxas spilled 64 bytes in D = 64's; they run long keys)
-    const int range = kSplit || kAhead ? slot_word(sm, rd, 1) : 0;
+    const int range = kSplit || kAhead ? Handoff::slot_word(sm, rd, 1) : 0;
     if (range != 0) w.n_end = Split::range_end(range);
     const bool whole = kOwnEnd && range == 0;  // this warpgroup computes tiles [.., own_end); a piece's all
-    if (whole) w.n_end = own_end(p, w, c);
+    if (whole) w.n_end = Handoff::own_end(p, w, c);
     const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32, g = lane / 4, t4 = lane % 4;
     const int row0 = w.m0 + 64 * c + 16 * warp;  // first query row of this warp's accumulators
-    const uint32_t q_wg = q_rows(sm, rd, c);
+    const uint32_t q_wg = Handoff::q_rows(sm, rd, c);
     const float scale_log2 = fabsf(p.scale_log2);
     float o[kNO][4], row_max[2] = {-CUDART_INF_F, -CUDART_INF_F}, row_sum[2] = {0.f, 0.f};
 #pragma unroll
@@ -466,7 +376,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
 
-    if (p.scale_log2 < 0.f && !issued) flip_q(q_wg, c);  // (issued: look_ahead flipped it)
+    if (p.scale_log2 < 0.f && !issued) Handoff::flip_q(q_wg, c);  // (issued: look_ahead flipped it)
 
     int j = next_tile(w.codes, range != 0 ? Split::range_begin(range) : 0, w.n_end);
     const bool any = j < w.n_end;
@@ -475,7 +385,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       float alpha[2];
       int jn = next_tile(w.codes, j + 1, w.n_end);  // the tile after j (n_end: j is the item's last)
       if (!issued) {
-        issue_s0(sm, c, rd, q_wg, s);
+        Handoff::issue_s0(sm, c, rd, q_wg, s);
         // kOInK: the last item's K stage back once its O store has read it, under this S: before it, the
         // storing thread's wait for that read delayed its warpgroup's S (session 47: +0.5-3% at D = 128,
         // N <= 2048). The producer needs that stage for the item's third K tile at the earliest.
@@ -484,7 +394,7 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
         ptx::wgmma_fence_operand(s);
       }
       release_k(sm, rd, lane, jn >= w.n_end);
-      if (jn >= w.n_end) release_q(sm, rd, lane);
+      if (jn >= w.n_end) Handoff::release_q(sm, rd, lane);
       softmax(p, w, j, row0, g, t4, scale_log2, s, row_max, row_sum, alpha);
       pack(s, pf);
       if constexpr (kDefer) {
@@ -535,12 +445,12 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       if (lane == 0) sm.ring_v.consumer_release(rd.sv);
       rd.sv.advance();
     } else {
-      release_q(sm, rd, lane);  // no S at all (every key tile masked out)
+      Handoff::release_q(sm, rd, lane);  // no S at all (every key tile masked out)
       if constexpr (kOInK) Epilogue::release_held(sm, rd);
     }
     if (whole) {  // the item's tiles past own_end (the item's end recomputed here)
       const int n_item = block_kv_tiles<kBlockN>(p, w.m0, w.rows_q);
-      drain(sm, rd, c, lane, w.codes, next_tile(w.codes, w.n_end, n_item), n_item);
+      Handoff::drain(sm, rd, c, lane, w.codes, next_tile(w.codes, w.n_end, n_item), n_item);
       w.n_end = n_item;
     }
     // A piece of an item the split tail cut: each warp that finishes second merges the other piece's
@@ -556,8 +466,8 @@ struct Fa2FwdWs : Fa2WsItems<Traits::kBlockM, Traits::kBlockN> {
       // whose in-flight state differs between the paths that meet (C7517 / C7515).
       typename Out::Packed po;
       Out::pack(o, row_max, row_sum, po);
-      if (kAhead && look_ahead(p, sm, dv, c, rd)) {
-        issue_first(p, sm, c, rd, s);
+      if (kAhead && Handoff::look_ahead(p, sm, dv, c, rd)) {
+        Handoff::issue_first(p, sm, c, rd, s);
         Epilogue::store_unit(p, maps, sm, w, c, row0, g, t4, po, piece, store);
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operand(s);
