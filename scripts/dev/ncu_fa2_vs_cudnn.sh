@@ -23,7 +23,8 @@ torch.cuda.synchronize()
 PY
 read -r B H N <<< "${NCU_SHAPE:-1 32 8192}"
 C=${CAUSAL:-0}
-METRICS="--metrics sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.max"
+# (the stall reasons: warps stalled per issued instruction, by reason; the top ones are printed below)
+METRICS="--metrics sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.max,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
 SECTIONS="$METRICS --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section SchedulerStats --section InstructionStats"
 for D in $(echo "${PROBE_DIMS:-128,256}" | tr ',' ' '); do
   ncu --kernel-name regex:'fa2_fwd' --launch-skip 2 --launch-count 1 $SECTIONS python3 /tmp/ncu_fa2.py ours $B $H $N $D $C > "$OUT/ours_d$D.txt" 2>&1
@@ -31,5 +32,8 @@ for D in $(echo "${PROBE_DIMS:-128,256}" | tr ',' ' '); do
   for who in ours cudnn; do
     echo "== $who D=$D: $(grep -m1 -E '^  [a-zA-Z_].*\(' "$OUT/${who}_d$D.txt" | cut -c1-110)"
     grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|Executed Ipc Active|Registers Per Thread|Threads  |Block Size|Grid Size|Dynamic Shared Memory Per Block|Achieved Occupancy|Theoretical Occupancy|Warp Cycles Per Issued|Eligible Warps|No Eligible|Active Warps Per|sm__cycles" "$OUT/${who}_d$D.txt" | head -28
+    echo "   stalls per issued instruction, top 8:"
+    grep -E "smsp__average_warps_issue_stalled_.*_per_issue_active.ratio" "$OUT/${who}_d$D.txt" |
+      awk '{print $NF, $1}' | sort -rn | head -8 | sed 's/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//; s/^/     /'
   done
 done
