@@ -6,11 +6,10 @@
 #pragma once
 #include <cstdint>
 
-#include "ffpa/kernels/fa2_common.cuh"
-#include "ffpa/kernels/fa2_ws_schedule.cuh"
+#include "ffpa/attn/tile_mask.cuh"
 #include "ffpa/params.h"
-#include "ffpa/ptx/mbarrier.cuh"
 #include "ffpa/ptx/warpgroup.cuh"
+#include "ffpa/ptx/wgmma.cuh"
 
 namespace ffpa::attn {
 
@@ -25,7 +24,6 @@ struct Fa2WsHandoff {
   static constexpr int kNS = K::kNS;
   static constexpr int kBlockN = K::kBlockN;
   static constexpr int kConsumers = K::kConsumers;
-  static constexpr int kNoItem = K::kNoItem;
 
   static __device__ __forceinline__ void release_q(const Smem& sm, Reader& rd, int lane) {
     __syncwarp();
